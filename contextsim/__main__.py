@@ -1,0 +1,5 @@
+import sys
+
+from contextsim.cli import main
+
+sys.exit(main())

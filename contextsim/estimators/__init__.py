@@ -1,0 +1,145 @@
+"""Estimators: text -> tokens, behind one Protocol, found in a plain dict registry.
+
+A message is counted as its parts' text plus a fixed per-message overhead; tool-call
+arguments count as their JSON text, images as a fixed number of tokens. Counts are
+memoized by the message's content hash, so the same content is counted once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from typing import Protocol
+
+from contextsim.estimators.offline_bpe import encoding
+from contextsim.model import (
+    ImagePart,
+    Message,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+MESSAGE_OVERHEAD = 4
+"""Tokens added per message for role and framing."""
+
+IMAGE_TOKENS = 1600
+"""Tokens counted for one image (about one megapixel on Anthropic's models)."""
+
+
+class Estimator(Protocol):
+    name: str
+    label: str
+
+    def count(self, text: str) -> int:
+        """Tokens in `text` (>= 0; 0 for the empty string)."""
+        ...
+
+
+class Chars4:
+    """Characters / 4, rounded up: the English rule of thumb."""
+
+    name = "chars4"
+    label = "characters / 4"
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / 4)
+
+
+# Han (with extensions and compatibility ideographs), kana, Hangul syllables and jamo,
+# CJK punctuation and full-width forms: the scripts the seed rule counts 1 per token.
+_CJK = re.compile(
+    "[\u1100-\u11ff\u3000-\u303f\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003134f]+"
+)
+
+
+class ScriptRule:
+    """The seed system's rule, meant to overestimate: ASCII 4 characters per token,
+    Chinese, Japanese and Korean 1, everything else (Cyrillic, accents, emoji...) 2."""
+
+    name = "script"
+    label = "script rule (ASCII 4, CJK 1, other 2)"
+
+    def count(self, text: str) -> int:
+        if text.isascii():
+            return math.ceil(len(text) / 4)
+        ascii_chars = len(text.encode("ascii", "ignore"))
+        cjk = len(text) - len(_CJK.sub("", text))
+        other = len(text) - ascii_chars - cjk
+        return math.ceil(ascii_chars / 4 + cjk + other / 2)
+
+
+class Tiktoken:
+    """A real tiktoken encoding, loaded offline and hash-checked by tiktoken."""
+
+    def __init__(self, name: str, encoding_name: str, label: str) -> None:
+        self.name = name
+        self.encoding_name = encoding_name
+        self.label = label
+
+    def count(self, text: str) -> int:
+        return len(encoding(self.encoding_name).encode_ordinary(text))
+
+
+ESTIMATORS: dict[str, Estimator] = {
+    e.name: e
+    for e in (
+        Chars4(),
+        ScriptRule(),
+        Tiktoken("cl100k", "cl100k_base", "tiktoken cl100k_base (GPT-4)"),
+        Tiktoken("o200k", "o200k_base", "tiktoken o200k_base (GPT-4o, GPT-5)"),
+    )
+}
+
+
+def content_key(message: Message) -> str:
+    """A hash of what an estimator reads in `message` (role and parts)."""
+    h = hashlib.sha1(message.role.encode())
+    for part in message.parts:
+        h.update(b"\0" + part.type.encode() + b"\0")
+        if isinstance(part, TextPart | ThinkingPart):
+            h.update(part.text.encode())
+        elif isinstance(part, ToolCallPart):
+            h.update(json.dumps([part.id, part.name, part.arguments]).encode())
+        elif isinstance(part, ToolResultPart):
+            h.update(part.call_id.encode() + b"\0" + part.text.encode())
+    return h.hexdigest()
+
+
+def count_parts(message: Message, estimator: Estimator) -> int:
+    """Tokens of `message` by `estimator`, without the per-message overhead."""
+    total = 0
+    for part in message.parts:
+        if isinstance(part, TextPart | ThinkingPart):
+            total += estimator.count(part.text)
+        elif isinstance(part, ToolCallPart):
+            total += estimator.count(part.name) + estimator.count(part.arguments)
+        elif isinstance(part, ToolResultPart):
+            total += estimator.count(part.text)
+        elif isinstance(part, ImagePart):
+            total += IMAGE_TOKENS
+    return total
+
+
+_MEMO: dict[tuple[str, str], int] = {}
+_MEMO_LIMIT = 200_000
+
+
+def count_message(message: Message, estimator: Estimator) -> int:
+    """Tokens of `message` by `estimator`, overhead included; memoized by content hash."""
+    key = (estimator.name, content_key(message))
+    found = _MEMO.get(key)
+    if found is None:
+        if len(_MEMO) >= _MEMO_LIMIT:
+            _MEMO.clear()
+        found = _MEMO[key] = count_parts(message, estimator) + MESSAGE_OVERHEAD
+    return found
+
+
+def count_all(message: Message) -> dict[str, int]:
+    """Tokens of `message` by every registered estimator, keyed by estimator name."""
+    return {name: count_message(message, e) for name, e in ESTIMATORS.items()}

@@ -1,0 +1,68 @@
+"""Log formats: one importer per format, a registry, and automatic detection.
+
+``parse_path(path)`` or ``parse_stream(name, stream)`` detects the format (or takes an
+override) and returns a ParsedFile of runs. Adding a format means adding a module with
+an importer class and one entry in IMPORTERS.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO
+
+from contextsim.formats.anthropic import AnthropicImporter
+from contextsim.formats.base import FormatError, Importer, ParsedFile, read_source
+from contextsim.formats.claude_code import ClaudeCodeImporter
+from contextsim.formats.codex import CodexImporter
+from contextsim.formats.native import NativeImporter
+from contextsim.formats.openai import OpenAIImporter
+
+# Detection tries them in this order: the most specific markers first.
+IMPORTERS: dict[str, Importer] = {
+    i.name: i
+    for i in (
+        NativeImporter(),
+        ClaudeCodeImporter(),
+        CodexImporter(),
+        AnthropicImporter(),
+        OpenAIImporter(),
+    )
+}
+
+__all__ = ["IMPORTERS", "FormatError", "ParsedFile", "parse_path", "parse_stream"]
+
+
+def supported() -> str:
+    return ", ".join(IMPORTERS)
+
+
+def parse_stream(name: str, stream: IO[bytes], format: str | None = None) -> ParsedFile:
+    """Parse one file read from a binary stream; `name` is used in errors.
+
+    With `format` None the format is detected; otherwise that importer is used.
+    Raises FormatError naming the file, the line or JSON path, and what was expected.
+    """
+    if format is not None and format not in IMPORTERS:
+        raise FormatError(name, "", f"unknown format {format!r}; supported formats: {supported()}")
+    source = read_source(name, stream)
+    if format is not None:
+        return IMPORTERS[format].parse(source)
+    for importer in IMPORTERS.values():
+        if importer.sniff(source):
+            return importer.parse(source)
+    raise FormatError(
+        name,
+        "",
+        f"could not recognise the log format; supported formats: {supported()} "
+        "(choose one explicitly to see what is missing)",
+    )
+
+
+def parse_path(path: str | Path, format: str | None = None) -> ParsedFile:
+    """Parse the file at `path` (see parse_stream)."""
+    p = Path(path)
+    try:
+        with p.open("rb") as stream:
+            return parse_stream(str(path), stream, format)
+    except OSError as exc:
+        raise FormatError(str(path), "", f"cannot read the file ({exc.strerror})") from None

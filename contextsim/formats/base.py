@@ -1,0 +1,221 @@
+"""What every importer shares: the protocol, errors, and reading JSON or JSONL safely.
+
+An importer turns one file into runs. Files are read as a stream: a JSONL file is
+decoded line by line, never held whole in memory; a JSON document is parsed once.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any, Protocol
+
+from contextsim.model import Run
+
+SNIFF_LINES = 20
+"""How many JSONL records format detection looks at."""
+
+
+class FormatError(ValueError):
+    """Bad input: names the file, where in it (line or JSON path) and what was expected."""
+
+    def __init__(self, path: str, where: str, problem: str) -> None:
+        self.path = path
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{path}: {where}: {problem}" if where else f"{path}: {problem}")
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One JSONL record and the 1-based line it was read from."""
+
+    line: int
+    data: Any
+
+
+@dataclass(slots=True)
+class Lines:
+    """A JSONL file being read: `sample` holds the first records, `rest` the others."""
+
+    path: str
+    sample: list[Record]
+    rest: Iterator[Record]
+    warnings: list[str] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Record]:
+        yield from self.sample
+        yield from self.rest
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A JSON file parsed whole."""
+
+    path: str
+    data: Any
+
+
+Source = Lines | Document
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFile:
+    format: str
+    runs: tuple[Run, ...]
+    warnings: tuple[str, ...] = ()
+
+
+class Importer(Protocol):
+    """One log format. `sniff` looks at a sample; `parse` reads all of it."""
+
+    name: str
+    label: str
+
+    def sniff(self, source: Source) -> bool: ...
+
+    def parse(self, source: Source) -> ParsedFile: ...
+
+
+def _decode_line(path: str, number: int, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(
+            path,
+            f"line {number}",
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+            "expected UTF-8 text",
+        ) from None
+
+
+def _records(path: str, stream: Iterable[bytes], warnings: list[str]) -> Iterator[Record]:
+    number = 0
+    pending: tuple[int, str] | None = None
+    for raw in stream:
+        number += 1
+        if number == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8) :]
+        text = _decode_line(path, number, raw)
+        if not text.strip():
+            continue
+        if pending is not None:
+            yield _parse_record(path, *pending)
+        pending = (number, text)
+    if pending is None:
+        return
+    line, text = pending
+    try:
+        yield _parse_record(path, line, text)
+    except FormatError:
+        if text.endswith("\n"):
+            raise
+        # A log copied while its writer was still appending ends mid-record: keep the rest.
+        warnings.append(f"{path}: line {line}: incomplete last line skipped")
+
+
+def _parse_record(path: str, line: int, text: str) -> Record:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(
+            path, f"line {line}", f"invalid JSON ({exc.msg} at column {exc.colno}); "
+            "expected one JSON object per line"
+        ) from None
+    if not isinstance(data, dict):
+        raise FormatError(
+            path, f"line {line}", f"expected a JSON object, found {type(data).__name__}"
+        )
+    return Record(line, data)
+
+
+def read_source(path: str, stream: IO[bytes]) -> Source:
+    """Read `stream` as JSONL when its first line is a whole JSON object and more lines
+    follow; otherwise as one JSON document. Raises FormatError on empty or broken input.
+    """
+    head = stream.readline()
+    if head.startswith(codecs.BOM_UTF8):
+        head = head[len(codecs.BOM_UTF8) :]
+    while head and not head.strip():
+        head = stream.readline()
+    if not head:
+        raise FormatError(path, "", "the file is empty; expected JSON or JSONL")
+    first = _decode_line(path, 1, head)
+    second = stream.readline()
+    while second and not second.strip():
+        second = stream.readline()
+    try:
+        is_lines = isinstance(json.loads(first), dict) and bool(second)
+    except json.JSONDecodeError:
+        is_lines = False
+    if not is_lines:
+        return _document(path, head + second + stream.read())
+    warnings: list[str] = []
+    rest = _records(path, _chain(head, second, stream), warnings)
+    sample = [r for _, r in zip(range(SNIFF_LINES), rest, strict=False)]
+    return Lines(path, sample, rest, warnings)
+
+
+def _chain(head: bytes, second: bytes, stream: IO[bytes]) -> Iterator[bytes]:
+    yield head
+    yield second
+    yield from stream
+
+
+def _document(path: str, raw: bytes) -> Document:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise FormatError(
+            path, f"line {line}", f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
+            "expected UTF-8 text"
+        ) from None
+    try:
+        return Document(path, json.loads(text))
+    except json.JSONDecodeError as exc:
+        raise FormatError(
+            path,
+            f"line {exc.lineno}",
+            f"invalid JSON ({exc.msg} at column {exc.colno}); expected a JSON document "
+            "or one JSON object per line",
+        ) from None
+
+
+def expect(path: str, where: str, value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+    """Return `value` if it is of `kind`, else raise a FormatError naming `where`."""
+    if isinstance(value, kind) and not (isinstance(value, bool) and kind in (int, float)):
+        return value
+    found = "nothing" if value is None else type(value).__name__
+    raise FormatError(path, where, f"expected {what}, found {found}")
+
+
+def text_of(value: Any) -> str:
+    """Text of a tool result or message body that may be a string, a list of blocks or
+    any JSON value (kept as its JSON text so nothing is lost)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        pieces: list[str] = []
+        for item in value:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                pieces.append(item["text"])
+            elif isinstance(item, str):
+                pieces.append(item)
+            elif isinstance(item, dict) and item.get("type") == "image":
+                continue
+            else:
+                pieces.append(json.dumps(item, ensure_ascii=False))
+        return "\n".join(pieces)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def arguments_text(value: Any) -> str:
+    """Tool-call arguments as the JSON text a model would have produced."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value if value is not None else {}, ensure_ascii=False)

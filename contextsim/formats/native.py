@@ -1,0 +1,253 @@
+"""The native contextsim format, version 1 (see docs/format.md).
+
+JSON: ``{"contextsim": 1, "runs": [RUN, ...]}``.
+JSONL: a ``{"contextsim": 1, "type": "run", ...}`` header line starts each run, then one
+``{"type": "message", ...}`` or ``{"type": "compaction", ...}`` line per item, which
+suits streaming a live run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextsim.formats.base import (
+    Document,
+    FormatError,
+    Lines,
+    ParsedFile,
+    Source,
+    arguments_text,
+    expect,
+)
+from contextsim.model import (
+    ROLES,
+    Compaction,
+    ImagePart,
+    Message,
+    Part,
+    Run,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+
+VERSION = 1
+RUN_FIELDS = ("title", "model", "session_id", "parent_session_id", "subagent")
+
+
+class NativeImporter:
+    name = "native"
+    label = "contextsim native JSON / JSONL"
+
+    def sniff(self, source: Source) -> bool:
+        if isinstance(source, Lines):
+            return bool(source.sample) and "contextsim" in source.sample[0].data
+        return isinstance(source.data, dict) and "contextsim" in source.data
+
+    def parse(self, source: Source) -> ParsedFile:
+        if isinstance(source, Document):
+            return ParsedFile(self.name, _parse_document(source), ())
+        return ParsedFile(self.name, _parse_lines(source), tuple(source.warnings))
+
+
+def _check_version(path: str, where: str, data: dict[str, Any]) -> None:
+    if data.get("contextsim") != VERSION:
+        raise FormatError(
+            path, where, f"unsupported contextsim version {data.get('contextsim')!r}; "
+            f"expected {VERSION}"
+        )
+
+
+def _parse_document(source: Document) -> tuple[Run, ...]:
+    path, data = source.path, source.data
+    expect(path, "$", data, dict, "an object with 'contextsim' and 'runs'")
+    _check_version(path, "$.contextsim", data)
+    runs = expect(path, "$.runs", data.get("runs"), list, "a list of runs")
+    out = []
+    for r, run in enumerate(runs):
+        where = f"$.runs[{r}]"
+        expect(path, where, run, dict, "a run object")
+        items = expect(path, f"{where}.messages", run.get("messages"), list, "a list")
+        messages = tuple(
+            parse_message(path, f"{where}.messages[{i}]", m) for i, m in enumerate(items)
+        )
+        compactions = tuple(
+            _compaction(path, f"{where}.compactions[{i}]", c)
+            for i, c in enumerate(run.get("compactions") or [])
+        )
+        out.append(_run(path, where, run, messages, compactions))
+    return tuple(out)
+
+
+def _parse_lines(source: Lines) -> tuple[Run, ...]:
+    path = source.path
+    runs: list[Run] = []
+    header: dict[str, Any] | None = None
+    header_line = 0
+    messages: list[Message] = []
+    compactions: list[Compaction] = []
+    for record in source:
+        where, data = f"line {record.line}", record.data
+        kind = data.get("type")
+        if kind == "run":
+            if header is not None:
+                runs.append(_run(path, f"line {header_line}", header, messages, compactions))
+            _check_version(path, where, data)
+            header, header_line, messages, compactions = data, record.line, [], []
+        elif header is None:
+            raise FormatError(path, where, "expected a run header line first")
+        elif kind == "message":
+            messages.append(parse_message(path, where, data))
+        elif kind == "compaction":
+            compactions.append(_compaction(path, where, data))
+        else:
+            raise FormatError(
+                path, where, f"unknown record type {kind!r}; expected run, message or compaction"
+            )
+    if header is None:
+        raise FormatError(path, "", "no run header line found")
+    runs.append(_run(path, f"line {header_line}", header, messages, compactions))
+    return tuple(runs)
+
+
+def _run(
+    path: str,
+    where: str,
+    data: dict[str, Any],
+    messages: list[Message] | tuple[Message, ...],
+    compactions: list[Compaction] | tuple[Compaction, ...],
+) -> Run:
+    fields = {k: data[k] for k in RUN_FIELDS if k in data}
+    for key, value in fields.items():
+        kind: type = bool if key == "subagent" else str
+        expect(path, f"{where}.{key}", value, kind, f"a {kind.__name__}")
+    return Run(
+        messages=tuple(messages),
+        format="native",
+        compactions=tuple(compactions),
+        **{"title": "untitled run", **fields},
+    )
+
+
+def _compaction(path: str, where: str, data: Any) -> Compaction:
+    expect(path, where, data, dict, "a compaction object")
+    before = expect(path, f"{where}.before_message", data.get("before_message"), int, "an int")
+    pre = data.get("pre_tokens")
+    if pre is not None:
+        expect(path, f"{where}.pre_tokens", pre, int, "an int")
+    return Compaction(before, pre, str(data.get("trigger") or ""))
+
+
+def parse_message(path: str, where: str, data: Any) -> Message:
+    """One native message object (also used by the live-streaming API)."""
+    expect(path, where, data, dict, "a message object")
+    role = data.get("role")
+    if role not in ROLES:
+        raise FormatError(path, f"{where}.role", f"expected one of {', '.join(ROLES)}")
+    content = data.get("content")
+    if isinstance(content, str):
+        parts: tuple[Part, ...] = (TextPart(content),)
+    else:
+        expect(path, f"{where}.content", content, list, "a string or a list of parts")
+        parts = tuple(_part(path, f"{where}.content[{i}]", p) for i, p in enumerate(content))
+    usage = data.get("usage")
+    return Message(
+        role=role,
+        parts=parts,
+        usage=_usage(path, f"{where}.usage", usage) if usage is not None else None,
+        compact_summary=bool(data.get("compact_summary", False)),
+        source=where,
+    )
+
+
+def _usage(path: str, where: str, data: Any) -> Usage:
+    expect(path, where, data, dict, "a usage object")
+    values = {}
+    for key in ("input_tokens", "cache_read", "cache_write", "output_tokens"):
+        value = data.get(key, 0)
+        expect(path, f"{where}.{key}", value, int, "a whole number of tokens")
+        if value < 0:
+            raise FormatError(path, f"{where}.{key}", "expected a number of tokens >= 0")
+        values[key] = value
+    return Usage(**values)
+
+
+def _part(path: str, where: str, data: Any) -> Part:
+    expect(path, where, data, dict, "a part object")
+    kind = data.get("type")
+
+    def text(key: str) -> str:
+        return str(expect(path, f"{where}.{key}", data.get(key), str, "a string"))
+
+    if kind == "text":
+        return TextPart(text("text"))
+    if kind == "thinking":
+        return ThinkingPart(text("text"))
+    if kind == "tool_call":
+        return ToolCallPart(
+            text("id"),
+            text("name"),
+            arguments_text(data.get("arguments")),
+            bool(data.get("server_side", False)),
+        )
+    if kind == "tool_result":
+        return ToolResultPart(text("call_id"), text("text"), bool(data.get("is_error", False)))
+    if kind == "image":
+        return ImagePart(str(data.get("media_type") or ""))
+    raise FormatError(
+        path,
+        f"{where}.type",
+        f"unknown part type {kind!r}; expected text, thinking, tool_call, tool_result or image",
+    )
+
+
+def part_to_dict(part: Part) -> dict[str, Any]:
+    """A part as its native JSON object."""
+    if isinstance(part, TextPart | ThinkingPart):
+        return {"type": part.type, "text": part.text}
+    if isinstance(part, ToolCallPart):
+        call = {"type": part.type, "id": part.id, "name": part.name, "arguments": part.arguments}
+        return {**call, "server_side": True} if part.server_side else call
+    if isinstance(part, ToolResultPart):
+        out: dict[str, Any] = {"type": part.type, "call_id": part.call_id, "text": part.text}
+        if part.is_error:
+            out["is_error"] = True
+        return out
+    return {"type": part.type, "media_type": part.media_type}
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """A message as its native JSON object (round-trips through parse_message)."""
+    out: dict[str, Any] = {
+        "role": message.role,
+        "content": [part_to_dict(p) for p in message.parts],
+    }
+    if message.usage is not None:
+        u = message.usage
+        out["usage"] = {
+            "input_tokens": u.input_tokens,
+            "cache_read": u.cache_read,
+            "cache_write": u.cache_write,
+            "output_tokens": u.output_tokens,
+        }
+    if message.compact_summary:
+        out["compact_summary"] = True
+    return out
+
+
+def run_to_dict(run: Run) -> dict[str, Any]:
+    """A run as a native JSON run object."""
+    return {
+        "title": run.title,
+        "model": run.model,
+        "session_id": run.session_id,
+        "parent_session_id": run.parent_session_id,
+        "subagent": run.subagent,
+        "messages": [message_to_dict(m) for m in run.messages],
+        "compactions": [
+            {"before_message": c.before_message, "pre_tokens": c.pre_tokens, "trigger": c.trigger}
+            for c in run.compactions
+        ],
+    }

@@ -1,0 +1,262 @@
+"""Runs, messages and parts, and the structure derived from them.
+
+Everything here is an immutable dataclass. A run is never altered by a policy: policies
+describe what they would send, in terms of message indexes into the run.
+
+Units: token counts are integers of tokens; message and step indexes are 0-based.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
+
+Kind = Literal["system", "user", "assistant", "tool_call", "tool_result", "note"]
+KINDS: tuple[Kind, ...] = ("system", "user", "assistant", "tool_call", "tool_result", "note")
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingPart:
+    text: str
+    type: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    """A request by the model to run a tool. `arguments` is the JSON text sent.
+
+    `server_side` marks a tool the provider ran inside the same response (a web search):
+    no result message answers it.
+    """
+
+    id: str
+    name: str
+    arguments: str
+    server_side: bool = False
+    type: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    """The answer to a tool call, matched by `call_id`."""
+
+    call_id: str
+    text: str
+    is_error: bool = False
+    type: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    media_type: str = ""
+    type: Literal["image"] = "image"
+
+
+Part = TextPart | ThinkingPart | ToolCallPart | ToolResultPart | ImagePart
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Usage measured by the provider for one request (tokens).
+
+    `input_tokens` excludes cached tokens: the context the model read is
+    input + cache_read + cache_write (Anthropic's convention; importers normalize
+    OpenAI's, whose prompt tokens include the cached ones).
+    """
+
+    input_tokens: int
+    cache_read: int = 0
+    cache_write: int = 0
+    output_tokens: int = 0
+
+    @property
+    def context(self) -> int:
+        """Tokens the model read for this request."""
+        return self.input_tokens + self.cache_read + self.cache_write
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a run.
+
+    `usage` is set on an assistant message when the log measured the request that
+    produced it. `compact_summary` marks a summary written by a compaction.
+    `source` says where in the input the message began (e.g. ``line 12``), for errors
+    and for the inspector.
+    """
+
+    role: Role
+    parts: tuple[Part, ...]
+    usage: Usage | None = None
+    compact_summary: bool = False
+    source: str = ""
+
+    @property
+    def kind(self) -> Kind:
+        """The message's kind for composition charts.
+
+        A user message made only of tool results is a tool result, not a user turn;
+        an assistant message with tool calls is a tool call.
+        """
+        if self.role == "system":
+            return "system"
+        if self.role == "tool" or (
+            self.parts and all(isinstance(p, ToolResultPart) for p in self.parts)
+        ):
+            return "tool_result"
+        if self.role == "assistant":
+            if any(isinstance(p, ToolCallPart) for p in self.parts):
+                return "tool_call"
+            return "assistant"
+        return "user"
+
+    @property
+    def is_user_turn(self) -> bool:
+        """True for a real user message (not tool results, not a compaction summary)."""
+        return self.kind == "user" and not self.compact_summary
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
+
+    @property
+    def tool_results(self) -> tuple[ToolResultPart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ToolResultPart))
+
+    @property
+    def text(self) -> str:
+        """The text of the text and thinking parts, joined by newlines."""
+        return "\n".join(p.text for p in self.parts if isinstance(p, TextPart | ThinkingPart))
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """A compaction recorded by the log, before message `before_message`.
+
+    `pre_tokens` is the context size the log says it had before compacting.
+    """
+
+    before_message: int
+    pre_tokens: int | None = None
+    trigger: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One saved agent conversation, all messages, in order.
+
+    `session_id` identifies the run in its source; `parent_session_id` links a subagent
+    to the session that started it (runs sharing a root form a collection).
+    """
+
+    title: str
+    messages: tuple[Message, ...]
+    format: str = ""
+    model: str = ""
+    session_id: str = ""
+    parent_session_id: str = ""
+    subagent: bool = False
+    compactions: tuple[Compaction, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Request `index`: the history is `run.messages[:end]`.
+
+    `response` is the index of the assistant message this request produced, or None
+    for a trailing request that was pending or rejected.
+    """
+
+    index: int
+    end: int
+    response: int | None
+    usage: Usage | None
+
+
+def request_bounds(roles: Sequence[str]) -> list[tuple[int, int | None]]:
+    """(history end, response index) of every request, given the messages' roles.
+
+    Request k's history is every message before the k-th assistant message. When the
+    last message is not an assistant's, one more request is pending (response None).
+    """
+    out: list[tuple[int, int | None]] = [(i, i) for i, r in enumerate(roles) if r == "assistant"]
+    if roles and roles[-1] != "assistant":
+        out.append((len(roles), None))
+    return out
+
+
+def steps(run: Run) -> tuple[Step, ...]:
+    """Every request of the run, in order (see request_bounds)."""
+    bounds = request_bounds([m.role for m in run.messages])
+    return tuple(
+        Step(k, end, response, None if response is None else run.messages[response].usage)
+        for k, (end, response) in enumerate(bounds)
+    )
+
+
+def request_count(run: Run) -> int:
+    """Distinct model calls recorded in the run (its assistant messages)."""
+    return sum(1 for m in run.messages if m.role == "assistant")
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A user turn: messages [start, end) beginning with a real user message."""
+
+    start: int
+    end: int
+
+
+def user_turns(run: Run) -> tuple[Turn, ...]:
+    """The user turns of the run. Messages before the first user turn belong to none."""
+    starts = [i for i, m in enumerate(run.messages) if m.is_user_turn]
+    ends = [*starts[1:], len(run.messages)]
+    return tuple(Turn(s, e) for s, e in zip(starts, ends, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """A tool round: the assistant message `call` and the messages answering it.
+
+    `results` are the indexes of the messages holding results for the round's calls.
+    A round is complete when every call has a result.
+    """
+
+    call: int
+    results: tuple[int, ...] = field(default_factory=tuple)
+    complete: bool = False
+
+
+def tool_rounds(run: Run) -> tuple[Round, ...]:
+    """Every tool round of the run, in order of the calling message."""
+    rounds: list[Round] = []
+    owner: dict[str, int] = {}
+    pending: dict[int, set[str]] = {}
+    results: dict[int, list[int]] = {}
+    for i, message in enumerate(run.messages):
+        calls = message.tool_calls
+        if message.role == "assistant" and calls:
+            pending[i] = {c.id for c in calls if not c.server_side}
+            results[i] = []
+            for c in calls:
+                owner[c.id] = i
+        for r in message.tool_results:
+            call = owner.get(r.call_id)
+            if call is None:
+                continue
+            pending[call].discard(r.call_id)
+            if not results[call] or results[call][-1] != i:
+                results[call].append(i)
+    for call, idx in results.items():
+        rounds.append(Round(call, tuple(idx), not pending[call]))
+    return tuple(sorted(rounds, key=lambda r: r.call))

@@ -1,0 +1,94 @@
+"""The native format: both shapes, round trips, and errors that name the place."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import replace
+
+import pytest
+
+from contextsim.formats import FormatError, parse_stream
+from contextsim.formats.native import run_to_dict
+from contextsim.model import TextPart, ToolCallPart, ToolResultPart, steps
+
+
+def parse(text: str, fmt: str | None = None):
+    return parse_stream("t.json", io.BytesIO(text.encode()), fmt)
+
+
+DOC = {
+    "contextsim": 1,
+    "runs": [
+        {
+            "title": "demo",
+            "model": "m",
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "hi"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_call", "id": "c1", "name": "ls", "arguments": {"p": "."}}
+                    ],
+                    "usage": {"input_tokens": 10, "cache_read": 5, "output_tokens": 3},
+                },
+                {"role": "tool", "content": [{"type": "tool_result", "call_id": "c1", "text": "a"}]},
+            ],
+        }
+    ],
+}
+
+
+def test_document_is_detected_and_parsed_with_usage_and_pending_step():
+    parsed = parse(json.dumps(DOC))
+    assert parsed.format == "native"
+    (run,) = parsed.runs
+    assert run.title == "demo"
+    assert run.messages[2].parts == (ToolCallPart("c1", "ls", '{"p": "."}'),)
+    assert run.messages[2].usage is not None and run.messages[2].usage.context == 15
+    assert [s.end for s in steps(run)] == [2, 4]
+    assert steps(run)[1].response is None
+
+
+def test_jsonl_with_two_runs_round_trips_through_run_to_dict():
+    original = parse(json.dumps(DOC)).runs[0]
+    lines = []
+    for title in ("a", "b"):
+        d = run_to_dict(replace(original, title=title))
+        header = {k: v for k, v in d.items() if k not in ("messages", "compactions")}
+        lines.append(json.dumps({"contextsim": 1, "type": "run", **header}))
+        lines += [json.dumps({"type": "message", **m}) for m in d["messages"]]
+    runs = parse("\n".join(lines) + "\n").runs
+    assert [r.title for r in runs] == ["a", "b"]
+    assert [(m.role, m.parts, m.usage) for m in runs[1].messages] == [
+        (m.role, m.parts, m.usage) for m in original.messages
+    ]
+    assert runs[1].messages[0].source == "line 7"
+
+
+def test_unknown_part_type_names_the_json_path():
+    bad = json.loads(json.dumps(DOC))
+    bad["runs"][0]["messages"][1]["content"] = [{"type": "video"}]
+    with pytest.raises(FormatError) as err:
+        parse(json.dumps(bad))
+    assert "$.runs[0].messages[1].content[0].type" in str(err.value)
+    assert "unknown part type 'video'" in str(err.value)
+
+
+def test_jsonl_message_before_header_names_the_line():
+    with pytest.raises(FormatError, match=r"line 1: expected a run header"):
+        parse('{"type": "message", "role": "user", "content": "x"}\n{"type": "message"}\n', "native")
+
+
+def test_negative_usage_is_rejected():
+    bad = json.loads(json.dumps(DOC))
+    bad["runs"][0]["messages"][2]["usage"]["input_tokens"] = -1
+    with pytest.raises(FormatError, match=r"usage.input_tokens: expected a number of tokens >= 0"):
+        parse(json.dumps(bad))
+
+
+def test_tool_result_text_parts_stay_in_order():
+    (run,) = parse(json.dumps(DOC)).runs
+    assert run.messages[3].parts == (ToolResultPart("c1", "a"),)
+    assert run.messages[1].parts == (TextPart("hi"),)

@@ -1,0 +1,91 @@
+"""Importing through the service: runs, messages and counts saved at once, or nothing."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from contextsim.estimators import ESTIMATORS
+from webapp.models import ImportJob, Message, Run, Upload
+from webapp.selectors import request_rows
+from webapp.services.imports import run_import, store_upload
+
+NATIVE = {
+    "contextsim": 1,
+    "runs": [
+        {
+            "title": "main",
+            "session_id": "s1",
+            "messages": [
+                {"role": "user", "content": "read the file"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_call", "id": "c1", "name": "read", "arguments": {}}],
+                    "usage": {"input_tokens": 100, "cache_read": 20, "cache_write": 5},
+                },
+                {"role": "tool", "content": [{"type": "tool_result", "call_id": "c1", "text": "x" * 400}]},
+                {"role": "assistant", "content": "done", "usage": {"input_tokens": 300}},
+            ],
+        },
+        {
+            "title": "helper",
+            "session_id": "s2",
+            "parent_session_id": "s1",
+            "subagent": True,
+            "messages": [{"role": "user", "content": "sub task"}],
+        },
+    ],
+}
+
+
+def import_bytes(owner, name: str, data: bytes, fmt: str = "") -> ImportJob:
+    job = store_upload(owner, name, io.BytesIO(data), fmt)
+    return run_import(job.pk)
+
+
+@pytest.mark.django_db
+def test_import_saves_runs_messages_counts_and_a_collection(alice):
+    job = import_bytes(alice, "log.json", json.dumps(NATIVE).encode())
+    assert job.status == "done" and job.format == "native"
+    main, helper = Run.objects.order_by("id")
+    assert (main.message_count, main.request_count, main.requests_with_usage) == (4, 2, 2)
+    assert main.peak_measured_context == 300
+    assert main.tool_call_count == 1
+    assert helper.subagent and helper.collection == main.collection is not None
+    message = Message.objects.get(run=main, index=2)
+    assert message.kind == "tool_result"
+    assert set(message.counts) == set(ESTIMATORS)
+    assert message.counts["chars4"] == 100 + 4
+
+
+@pytest.mark.django_db
+def test_request_rows_sum_counts_of_each_history_and_show_measured(alice):
+    import_bytes(alice, "log.json", json.dumps(NATIVE).encode())
+    rows = request_rows(Run.objects.get(title="main"))
+    counts = [m.counts["chars4"] for m in Message.objects.filter(run__title="main").order_by("index")]
+    assert [r.history for r in rows] == [1, 3]
+    assert [r.estimates["chars4"] for r in rows] == [counts[0], sum(counts[:3])]
+    assert [r.measured for r in rows] == [125, 300]
+    assert rows[0].tools == "read"
+
+
+@pytest.mark.django_db
+def test_failed_import_saves_nothing_but_keeps_the_raw_upload(alice):
+    bad = json.loads(json.dumps(NATIVE))
+    bad["runs"][1]["messages"][0]["role"] = "robot"
+    job = import_bytes(alice, "bad.json", json.dumps(bad).encode())
+    assert job.status == "failed"
+    assert "bad.json: $.runs[1].messages[0].role: expected one of" in job.error
+    assert Run.objects.count() == 0 and Message.objects.count() == 0
+    upload = Upload.objects.get()
+    assert upload.file.read() == json.dumps(bad).encode()
+    assert upload.sha256 and upload.size == len(json.dumps(bad).encode())
+
+
+@pytest.mark.django_db
+def test_unknown_format_lists_the_supported_formats(alice):
+    job = import_bytes(alice, "notes.json", b'{"hello": "world"}')
+    assert job.status == "failed"
+    assert "supported formats: native, claude-code, codex, anthropic, openai" in job.error

@@ -1,0 +1,99 @@
+"""The runs list, the upload page and the run page, through the Django test client."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from webapp.models import Run
+from tests.web.test_import_service import NATIVE, import_bytes
+
+pytestmark = pytest.mark.django_db
+
+
+def upload(client: Client, *files: tuple[str, bytes], fmt: str = "", htmx: bool = False):
+    data = {"files": [SimpleUploadedFile(n, b) for n, b in files], "format": fmt}
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    return client.post(reverse("upload"), data, **headers)
+
+
+def test_empty_runs_list_invites_an_upload(alice_client):
+    page = alice_client.get(reverse("runs")).content.decode()
+    assert "No runs yet." in page
+    assert reverse("upload") in page
+
+
+def test_upload_of_several_files_imports_each_and_links_its_runs(alice_client):
+    response = upload(alice_client, ("a.json", json.dumps(NATIVE).encode()), ("b.json", b"[1,"))
+    page = response.content.decode()
+    assert response.status_code == 200
+    for run in Run.objects.all():
+        assert f'/runs/{run.public_id}/' in page
+    assert "Not imported." in page and "b.json: line 1: invalid JSON" in page
+
+
+def test_upload_via_htmx_returns_only_the_results_partial(alice_client):
+    response = upload(alice_client, ("a.json", json.dumps(NATIVE).encode()), htmx=True)
+    page = response.content.decode()
+    assert page.lstrip().startswith('<section id="results"')
+    assert "<html" not in page
+
+
+def test_upload_with_format_override_uses_that_importer(alice_client):
+    response = upload(alice_client, ("a.json", json.dumps(NATIVE).encode()), fmt="openai")
+    assert "Not imported." in response.content.decode()
+    assert Run.objects.count() == 0
+
+
+def test_upload_requires_sign_in(db):
+    response = Client().get(reverse("upload"))
+    assert response.status_code == 302 and reverse("login") in response["Location"]
+
+
+def test_message_content_is_escaped_on_every_page(alice, alice_client):
+    evil = json.loads(json.dumps(NATIVE))
+    evil["runs"][0]["title"] = "<script>alert(1)</script>"
+    import_bytes(alice, "evil.json", json.dumps(evil).encode())
+    run = Run.objects.get(session_id="s1")
+    for url in (reverse("runs"), reverse("run", args=[run.public_id])):
+        page = alice_client.get(url).content.decode()
+        assert "<script>alert(1)</script>" not in page
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_runs_are_private_to_their_owner(alice, bob):
+    import_bytes(alice, "a.json", json.dumps(NATIVE).encode())
+    run = Run.objects.get(session_id="s1")
+    bob_client = Client()
+    bob_client.force_login(bob)
+    assert bob_client.get(reverse("run", args=[run.public_id])).status_code == 404
+    assert run.title not in bob_client.get(reverse("runs")).content.decode()
+    assert Client().get(reverse("run", args=[run.public_id])).status_code == 404
+
+
+def test_search_and_format_filter_narrow_the_list(alice, alice_client):
+    import_bytes(alice, "a.json", json.dumps(NATIVE).encode())
+    page = alice_client.get(reverse("runs"), {"q": "helper"}).content.decode()
+    assert "helper" in page and ">main<" not in page
+    page = alice_client.get(reverse("runs"), {"format": "codex"}).content.decode()
+    assert "No run matches" in page
+    partial = alice_client.get(reverse("runs"), {"q": "main"}, HTTP_HX_REQUEST="true")
+    assert partial.content.decode().lstrip().startswith('<div id="run-table">')
+
+
+def test_run_page_lists_requests_with_every_estimator_and_measured(alice, alice_client):
+    import_bytes(alice, "a.json", json.dumps(NATIVE).encode())
+    run = Run.objects.get(session_id="s1")
+    page = alice_client.get(reverse("run", args=[run.public_id])).content.decode()
+    for name in ("chars4", "script", "cl100k", "o200k"):
+        assert f">{name}</th>" in page
+    assert ">125</td>" in page and ">300</td>" in page
+    assert "helper" in page  # the collection's other run
+
+
+def test_unknown_run_is_404_not_500(alice_client):
+    assert alice_client.get("/runs/nope/").status_code == 404

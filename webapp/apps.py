@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class WebappConfig(AppConfig):
+    name = "webapp"
+    verbose_name = "contextsim"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,17 @@
+"""python manage.py load_demo : save the demo runs once (idempotent)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from webapp.services.demo import load_demo
+
+
+class Command(BaseCommand):
+    help = "Load the deterministic demo runs (the seed incidents), once."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        created = load_demo()
+        self.stdout.write(f"demo runs: {created} created" if created else "demo runs: present")

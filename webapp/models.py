@@ -1,0 +1,143 @@
+"""What the dashboard stores: uploads (the raw file, kept), runs, their messages with
+token counts for every estimator, collections of runs, and import jobs."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+
+
+def new_public_id() -> str:
+    """A short, unguessable id for URLs (72 random bits)."""
+    return secrets.token_urlsafe(9)
+
+
+class Visibility(models.TextChoices):
+    PRIVATE = "private", "Private"
+    PUBLIC = "public", "Public"
+
+
+class Collection(models.Model):
+    """Runs analysed together: a main session and its subagents."""
+
+    public_id = models.CharField(max_length=16, unique=True, default=new_public_id)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE
+    )
+    visibility = models.CharField(
+        max_length=10, choices=Visibility.choices, default=Visibility.PRIVATE
+    )
+    title = models.CharField(max_length=300)
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Upload(models.Model):
+    """A file as it was received. Kept even when its import fails, so nothing is lost."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE
+    )
+    file = models.FileField(upload_to="uploads/%Y/%m/")
+    original_name = models.CharField(max_length=300)
+    size = models.BigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True)
+    format_override = models.CharField(max_length=30, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.original_name
+
+
+class ImportJob(models.Model):
+    """The import of one upload, run in the request for small files or by a worker."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    public_id = models.CharField(max_length=16, unique=True, default=new_public_id)
+    upload = models.OneToOneField(Upload, on_delete=models.CASCADE, related_name="job")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+    format = models.CharField(max_length=30, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+
+class Run(models.Model):
+    """One imported agent conversation. Its figures are computed once at import."""
+
+    public_id = models.CharField(max_length=16, unique=True, default=new_public_id)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE
+    )
+    visibility = models.CharField(
+        max_length=10, choices=Visibility.choices, default=Visibility.PRIVATE
+    )
+    collection = models.ForeignKey(
+        Collection, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    upload = models.ForeignKey(
+        Upload, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    demo_key = models.CharField(max_length=60, blank=True, db_index=True)
+    title = models.CharField(max_length=300)
+    format = models.CharField(max_length=30, db_index=True)
+    model = models.CharField(max_length=120, blank=True)
+    session_id = models.CharField(max_length=200, blank=True)
+    parent_session_id = models.CharField(max_length=200, blank=True)
+    subagent = models.BooleanField(default=False)
+    compactions = models.JSONField(default=list, blank=True)
+    message_count = models.PositiveIntegerField(default=0)
+    request_count = models.PositiveIntegerField(default=0)
+    requests_with_usage = models.PositiveIntegerField(default=0)
+    peak_measured_context = models.PositiveBigIntegerField(null=True, blank=True)
+    tool_call_count = models.PositiveIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Message(models.Model):
+    """One message of a run: its parts as native JSON, its kind, its token count by
+    every estimator (computed once at import), and the measured usage of the request
+    that produced it, when the log has it."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages")
+    index = models.PositiveIntegerField()
+    role = models.CharField(max_length=10)
+    kind = models.CharField(max_length=12)
+    parts = models.JSONField()
+    compact_summary = models.BooleanField(default=False)
+    tool_names = models.CharField(max_length=500, blank=True)
+    content_hash = models.CharField(max_length=40)
+    counts = models.JSONField(default=dict)
+    usage_input = models.PositiveBigIntegerField(null=True, blank=True)
+    usage_cache_read = models.PositiveBigIntegerField(null=True, blank=True)
+    usage_cache_write = models.PositiveBigIntegerField(null=True, blank=True)
+    usage_output = models.PositiveBigIntegerField(null=True, blank=True)
+    source = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "index"], name="message_run_index_unique")
+        ]
+
+    @property
+    def measured_context(self) -> int | None:
+        if self.usage_input is None:
+            return None
+        return self.usage_input + (self.usage_cache_read or 0) + (self.usage_cache_write or 0)

@@ -1,0 +1,1 @@
+"""Services write: every change to stored data goes through a function here."""
