@@ -72,8 +72,15 @@ def request_rows(run: Run) -> list[RequestRow]:
     rows = list(
         Message.objects.filter(run=run)
         .order_by("index")
-        .values_list("role", "kind", "counts", "usage_input", "usage_cache_read",
-                     "usage_cache_write", "tool_names")
+        .values_list(
+            "role",
+            "kind",
+            "counts",
+            "usage_input",
+            "usage_cache_read",
+            "usage_cache_write",
+            "tool_names",
+        )
     )
     totals = {name: [0] for name in ESTIMATORS}
     for row in rows:

@@ -41,7 +41,9 @@ def upload(request: HttpRequest) -> HttpResponse:
     jobs: list[ImportJob] = []
     if request.method == "POST" and form.is_valid():
         for f in form.cleaned_data["files"]:
-            job = imports.store_upload(request.user, f.name or "upload", f, form.cleaned_data["format"])
+            job = imports.store_upload(
+                request.user, f.name or "upload", f, form.cleaned_data["format"]
+            )
             if (f.size or 0) <= SYNC_IMPORT_BYTES:
                 job = imports.run_import(job.pk)
             else:

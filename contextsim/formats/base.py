@@ -121,8 +121,9 @@ def _parse_record(path: str, line: int, text: str) -> Record:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FormatError(
-            path, f"line {line}", f"invalid JSON ({exc.msg} at column {exc.colno}); "
-            "expected one JSON object per line"
+            path,
+            f"line {line}",
+            f"invalid JSON ({exc.msg} at column {exc.colno}); expected one JSON object per line",
         ) from None
     if not isinstance(data, dict):
         raise FormatError(
@@ -170,8 +171,9 @@ def _document(path: str, raw: bytes) -> Document:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise FormatError(
-            path, f"line {line}", f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
-            "expected UTF-8 text"
+            path,
+            f"line {line}",
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); expected UTF-8 text",
         ) from None
     try:
         return Document(path, json.loads(text))

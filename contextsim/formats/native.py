@@ -55,8 +55,9 @@ class NativeImporter:
 def _check_version(path: str, where: str, data: dict[str, Any]) -> None:
     if data.get("contextsim") != VERSION:
         raise FormatError(
-            path, where, f"unsupported contextsim version {data.get('contextsim')!r}; "
-            f"expected {VERSION}"
+            path,
+            where,
+            f"unsupported contextsim version {data.get('contextsim')!r}; expected {VERSION}",
         )
 
 

@@ -25,7 +25,10 @@ NATIVE = {
                     "content": [{"type": "tool_call", "id": "c1", "name": "read", "arguments": {}}],
                     "usage": {"input_tokens": 100, "cache_read": 20, "cache_write": 5},
                 },
-                {"role": "tool", "content": [{"type": "tool_result", "call_id": "c1", "text": "x" * 400}]},
+                {
+                    "role": "tool",
+                    "content": [{"type": "tool_result", "call_id": "c1", "text": "x" * 400}],
+                },
                 {"role": "assistant", "content": "done", "usage": {"input_tokens": 300}},
             ],
         },
@@ -64,7 +67,9 @@ def test_import_saves_runs_messages_counts_and_a_collection(alice):
 def test_request_rows_sum_counts_of_each_history_and_show_measured(alice):
     import_bytes(alice, "log.json", json.dumps(NATIVE).encode())
     rows = request_rows(Run.objects.get(title="main"))
-    counts = [m.counts["chars4"] for m in Message.objects.filter(run__title="main").order_by("index")]
+    counts = [
+        m.counts["chars4"] for m in Message.objects.filter(run__title="main").order_by("index")
+    ]
     assert [r.history for r in rows] == [1, 3]
     assert [r.estimates["chars4"] for r in rows] == [counts[0], sum(counts[:3])]
     assert [r.measured for r in rows] == [125, 300]

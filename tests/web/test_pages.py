@@ -9,8 +9,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from webapp.models import Run
 from tests.web.test_import_service import NATIVE, import_bytes
+from webapp.models import Run
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +32,7 @@ def test_upload_of_several_files_imports_each_and_links_its_runs(alice_client):
     page = response.content.decode()
     assert response.status_code == 200
     for run in Run.objects.all():
-        assert f'/runs/{run.public_id}/' in page
+        assert f"/runs/{run.public_id}/" in page
     assert "Not imported." in page and "b.json: line 1: invalid JSON" in page
 
 
@@ -71,7 +71,7 @@ def test_runs_are_private_to_their_owner(alice, bob):
     bob_client = Client()
     bob_client.force_login(bob)
     assert bob_client.get(reverse("run", args=[run.public_id])).status_code == 404
-    assert run.title not in bob_client.get(reverse("runs")).content.decode()
+    assert run.public_id not in bob_client.get(reverse("runs")).content.decode()
     assert Client().get(reverse("run", args=[run.public_id])).status_code == 404
 
 

@@ -11,9 +11,9 @@ register = template.Library()
 
 @register.filter
 def tokens(value: int | None) -> str:
-    """12345 -> '12,345'; None -> '–'."""
+    """12345 -> '12,345'; None -> an en dash."""
     if value is None or value == "":
-        return "–"
+        return "\u2013"
     return f"{int(value):,}"
 
 

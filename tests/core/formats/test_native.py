@@ -33,7 +33,10 @@ DOC = {
                     ],
                     "usage": {"input_tokens": 10, "cache_read": 5, "output_tokens": 3},
                 },
-                {"role": "tool", "content": [{"type": "tool_result", "call_id": "c1", "text": "a"}]},
+                {
+                    "role": "tool",
+                    "content": [{"type": "tool_result", "call_id": "c1", "text": "a"}],
+                },
             ],
         }
     ],
@@ -78,7 +81,9 @@ def test_unknown_part_type_names_the_json_path():
 
 def test_jsonl_message_before_header_names_the_line():
     with pytest.raises(FormatError, match=r"line 1: expected a run header"):
-        parse('{"type": "message", "role": "user", "content": "x"}\n{"type": "message"}\n', "native")
+        parse(
+            '{"type": "message", "role": "user", "content": "x"}\n{"type": "message"}\n', "native"
+        )
 
 
 def test_negative_usage_is_rejected():

@@ -18,7 +18,6 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from webapp.services.demo import load_demo
 
-
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
@@ -51,8 +50,13 @@ class Command(BaseCommand):
 
             from webapp.wsgi import application
 
-            serve(application, host=options["host"], port=options["port"],
-                  threads=options["threads"], ident="contextsim")
+            serve(
+                application,
+                host=options["host"],
+                port=options["port"],
+                threads=options["threads"],
+                ident="contextsim",
+            )
         finally:
             if worker is not None:
                 worker.terminate()
@@ -60,8 +64,20 @@ class Command(BaseCommand):
 
     def _start_worker(self) -> subprocess.Popen[bytes]:
         command = [
-            sys.executable, "-m", "celery", "-A", "webapp", "worker",
-            "--loglevel=WARNING", "--concurrency=2", "--without-gossip", "--without-mingle",
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "webapp",
+            "worker",
+            "--loglevel=WARNING",
+            "--concurrency=2",
+            "--without-gossip",
+            "--without-mingle",
         ]
-        self.stdout.write(f"Starting a Celery worker on {settings.CELERY_BROKER_URL.split('://')[0]}://")
-        return subprocess.Popen(command, env={**os.environ, "CONTEXTSIM_LOCAL_USER": settings.LOCAL_USER})
+        self.stdout.write(
+            f"Starting a Celery worker on {settings.CELERY_BROKER_URL.split('://')[0]}://"
+        )
+        return subprocess.Popen(
+            command, env={**os.environ, "CONTEXTSIM_LOCAL_USER": settings.LOCAL_USER}
+        )
