@@ -162,7 +162,8 @@ def read_source(path: str, stream: IO[bytes]) -> Source:
 def _chain(head: bytes, second: bytes, stream: IO[bytes]) -> Iterator[bytes]:
     yield head
     yield second
-    yield from stream
+    # readline, not iteration: some file wrappers (Django's File) split lines on "\r" too.
+    yield from iter(stream.readline, b"")
 
 
 def _document(path: str, raw: bytes) -> Document:

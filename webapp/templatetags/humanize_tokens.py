@@ -23,8 +23,8 @@ def get(mapping: dict[str, Any], key: str) -> Any:
 
 
 @register.filter
-def delta(estimate: int, measured: int) -> str:
-    """Signed difference with its share of the measured figure: '-1,234 (-5.0%)'."""
-    diff = estimate - measured
-    share = f" ({diff / measured:+.1%})" if measured else ""
-    return f"{diff:+,}{share}"
+def error_share(estimate: int, measured: int) -> str:
+    """The estimate's signed error as a share of the measured figure: '-42.1%'."""
+    if not measured:
+        return ""
+    return f"{(estimate - measured) / measured:+.1%}"
