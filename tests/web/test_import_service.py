@@ -94,3 +94,15 @@ def test_unknown_format_lists_the_supported_formats(alice):
     job = import_bytes(alice, "notes.json", b'{"hello": "world"}')
     assert job.status == "failed"
     assert "supported formats: native, claude-code, codex, anthropic, openai" in job.error
+
+
+@pytest.mark.django_db
+def test_nul_characters_in_content_are_stored_on_every_database(alice):
+    doc = json.loads(json.dumps(NATIVE))
+    doc["runs"][0]["title"] = "nul\x00title"
+    doc["runs"][0]["messages"][2]["content"][0]["text"] = "bin\x00ary"
+    job = import_bytes(alice, "nul.json", json.dumps(doc).encode())
+    assert job.status == "done", job.error
+    stored = Message.objects.get(run__session_id="s1", index=2)
+    assert stored.parts[0]["text"] == "bin\ufffdary"
+    assert Run.objects.get(session_id="s1").title == "nul\ufffdtitle"

@@ -126,7 +126,9 @@ def test_serve_migrates_starts_a_worker_and_serves_the_dashboard(tmp_path: Path)
         page = ""
         for _ in range(120):
             try:
-                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read().decode()
+                page = (
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read().decode()
+                )
                 break
             except OSError:
                 time.sleep(0.5)

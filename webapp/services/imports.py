@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterable
-from typing import IO
+from typing import IO, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
@@ -125,7 +125,7 @@ def save_run(
         upload=upload,
         visibility=visibility,
         demo_key=demo_key,
-        title=run.title[:300] or "untitled run",
+        title=_storable(run.title[:300]) or "untitled run",
         format=run.format,
         model=run.model[:120],
         session_id=run.session_id[:200],
@@ -158,7 +158,7 @@ def _message_row(run: Run, index: int, message: core.Message) -> Message:
         index=index,
         role=message.role,
         kind=message.kind,
-        parts=[part_to_dict(p) for p in message.parts],
+        parts=[_storable(part_to_dict(p)) for p in message.parts],
         compact_summary=message.compact_summary,
         tool_names=", ".join(c.name for c in message.tool_calls)[:500],
         content_hash=content_key(message),
@@ -169,3 +169,14 @@ def _message_row(run: Run, index: int, message: core.Message) -> Message:
         usage_output=usage.output_tokens if usage else None,
         source=message.source[:200],
     )
+
+
+def _storable(value: Any) -> Any:
+    """`value` with NUL characters replaced by U+FFFD: PostgreSQL cannot store NUL in
+    text or JSON, and logs of binary tool output do contain it. Counts are taken from
+    the original text."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {k: _storable(v) for k, v in value.items()}
+    return value
