@@ -100,9 +100,10 @@ def _parse_lines(source: Lines) -> tuple[Run, ...]:
         elif header is None:
             raise FormatError(path, where, "expected a run header line first")
         elif kind == "message":
-            messages.append(parse_message(path, where, data))
+            # Fields inside a line are named by a JSON path: "line 3, $.role".
+            messages.append(parse_message(path, f"{where}, $", data))
         elif kind == "compaction":
-            compactions.append(_compaction(path, where, data))
+            compactions.append(_compaction(path, f"{where}, $", data))
         else:
             raise FormatError(
                 path, where, f"unknown record type {kind!r}; expected run, message or compaction"
@@ -159,7 +160,7 @@ def parse_message(path: str, where: str, data: Any) -> Message:
         parts=parts,
         usage=_usage(path, f"{where}.usage", usage) if usage is not None else None,
         compact_summary=bool(data.get("compact_summary", False)),
-        source=where,
+        source=where.removesuffix(", $"),
     )
 
 

@@ -97,3 +97,69 @@ def test_tool_result_text_parts_stay_in_order():
     (run,) = parse(json.dumps(DOC)).runs
     assert run.messages[3].parts == (ToolResultPart("c1", "a"),)
     assert run.messages[1].parts == (TextPart("hi"),)
+
+
+def lines(*records: dict, end: str = "\n") -> bytes:
+    return ("\n".join(json.dumps(r) for r in records) + end).encode()
+
+
+HEADER = {"contextsim": 1, "type": "run", "title": "t"}
+
+
+def call(i: str) -> dict:
+    return {"type": "tool_call", "id": i, "name": "read", "arguments": "{}"}
+
+
+def test_empty_file_is_an_error_naming_the_file():
+    with pytest.raises(FormatError, match=r"^t.json: the file is empty"):
+        parse_stream("t.json", io.BytesIO(b"  \n"))
+
+
+def test_truncated_last_line_is_skipped_with_a_warning():
+    data = lines(HEADER, {"type": "message", "role": "user", "content": "hi"}, end="\n")
+    data += b'{"type": "message", "role": "assis'
+    parsed = parse_stream("live.jsonl", io.BytesIO(data))
+    assert len(parsed.runs[0].messages) == 1
+    assert parsed.warnings == ("live.jsonl: line 3: incomplete last line skipped",)
+
+
+def test_non_utf8_bytes_name_the_line_and_byte():
+    data = lines(HEADER) + b'{"type": "message", "role": "user", "content": "caf\xe9"}\n'
+    with pytest.raises(FormatError, match=r"line 2: not valid UTF-8 \(byte 0xe9 at column 52\)"):
+        parse_stream("x.jsonl", io.BytesIO(data))
+
+
+def test_parallel_calls_images_and_orphan_results_are_kept():
+    data = lines(
+        HEADER,
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "image", "media_type": "image/png"}],
+        },
+        {"type": "message", "role": "assistant", "content": [call("a"), call("b")]},
+        {
+            "type": "message",
+            "role": "tool",
+            "content": [
+                {"type": "tool_result", "call_id": "a", "text": "1"},
+                {"type": "tool_result", "call_id": "b", "text": "2", "is_error": True},
+                {"type": "tool_result", "call_id": "zzz", "text": "orphan"},
+            ],
+        },
+    )
+    (run,) = parse_stream("p.jsonl", io.BytesIO(data)).runs
+    assert run.messages[0].parts[0].type == "image"
+    assert [c.id for c in run.messages[1].tool_calls] == ["a", "b"]
+    assert [r.call_id for r in run.messages[2].tool_results] == ["a", "b", "zzz"]
+    assert run.messages[2].tool_results[1].is_error
+
+
+def test_unsupported_version_is_named():
+    with pytest.raises(FormatError, match=r"unsupported contextsim version 2; expected 1"):
+        parse(json.dumps({**DOC, "contextsim": 2}))
+
+
+def test_byte_order_mark_is_ignored():
+    (run,) = parse_stream("bom.json", io.BytesIO(b"\xef\xbb\xbf" + json.dumps(DOC).encode())).runs
+    assert run.title == "demo"

@@ -1,0 +1,86 @@
+"""Estimators: the seed figures, real tiktoken loaded offline with its hash checked, and
+message counting with overhead and memo."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+import tiktoken
+from hypothesis import given
+from hypothesis import strategies as st
+
+from contextsim.estimators import (
+    ESTIMATORS,
+    IMAGE_TOKENS,
+    MESSAGE_OVERHEAD,
+    content_key,
+    count_all,
+    count_message,
+)
+from contextsim.estimators import offline_bpe
+from contextsim.model import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
+
+
+def test_registry_has_the_four_estimators():
+    assert list(ESTIMATORS) == ["chars4", "script", "cl100k", "o200k"]
+
+
+def test_chars4_rounds_up():
+    assert [ESTIMATORS["chars4"].count(t) for t in ("", "a", "abcd", "abcde")] == [0, 1, 1, 2]
+
+
+def test_script_rule_counts_ascii_4_cjk_1_and_other_2_per_token():
+    rule = ESTIMATORS["script"]
+    assert rule.count("abcdefgh") == 2
+    assert rule.count("中文字") == 3
+    assert rule.count("かなカナ한글") == 6
+    assert rule.count("привет") == 3
+    assert rule.count("árvíztűrő") == 4  # 5 ASCII (1.25) + 4 accented (2) = 3.25, rounded up
+    assert rule.count("😀😀") == 1
+
+
+def test_script_rule_overestimates_russian_where_chars4_underestimates():
+    text = "Съешь же ещё этих мягких французских булок, да выпей чаю. " * 200
+    real = ESTIMATORS["o200k"].count(text)
+    assert ESTIMATORS["chars4"].count(text) < real < ESTIMATORS["script"].count(text)
+
+
+@given(st.text(max_size=300))
+def test_tiktoken_estimators_equal_the_real_encodings(text: str):
+    for name, encoding in (("cl100k", "cl100k_base"), ("o200k", "o200k_base")):
+        assert ESTIMATORS[name].count(text) == len(
+            tiktoken.get_encoding(encoding).encode(text, disallowed_special=())
+        )
+
+
+def test_offline_encoding_is_the_file_tiktoken_checks(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    url, expected = offline_bpe.SOURCES["o200k_base"]
+    cached = tmp_path / hashlib.sha1(url.encode()).hexdigest()
+    cached.write_bytes(b"corrupt")
+    offline_bpe._seed_cache("o200k_base")
+    assert hashlib.sha256(cached.read_bytes()).hexdigest() == expected
+
+
+def test_unknown_encoding_is_refused():
+    with pytest.raises(offline_bpe.EncodingUnavailable, match="unknown encoding 'p50k_base'"):
+        offline_bpe.encoding("p50k_base")
+
+
+def test_message_count_adds_overhead_arguments_and_images():
+    message = Message(
+        "assistant",
+        (TextPart("abcd"), ToolCallPart("c1", "read", '{"path": "a"}'), ImagePart()),
+    )
+    chars4 = ESTIMATORS["chars4"]
+    expected = 1 + 1 + 4 + IMAGE_TOKENS + MESSAGE_OVERHEAD
+    assert count_message(message, chars4) == expected
+    assert count_all(message)["chars4"] == expected
+
+
+def test_content_key_depends_on_content_not_on_source():
+    a = Message("tool", (ToolResultPart("c1", "x"),), source="line 1")
+    b = Message("tool", (ToolResultPart("c1", "x"),), source="line 9")
+    c = Message("tool", (ToolResultPart("c1", "y"),))
+    assert content_key(a) == content_key(b) != content_key(c)
