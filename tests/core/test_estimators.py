@@ -17,8 +17,8 @@ from contextsim.estimators import (
     content_key,
     count_all,
     count_message,
+    offline_bpe,
 )
-from contextsim.estimators import offline_bpe
 from contextsim.model import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
 
 
