@@ -1,0 +1,207 @@
+"""Token accounting of plans in O(1) per request, from prefix sums.
+
+Every figure of a request (sent tokens, tokens by disposition and by kind, counts of
+cleared or truncated messages, the cached prefix) is a difference of prefix sums over
+the plan's two sent ranges, so a step costs the same whether its history holds ten
+messages or ten thousand.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+from contextsim.model import KINDS
+from contextsim.plan import Plan, Statics
+from contextsim.skeleton import Skeleton, prefix_sums
+
+NKINDS = len(KINDS)
+
+
+def _by_kind(tokens: Sequence[int], kinds: Sequence[int], mask: Sequence[bool]) -> list[list[int]]:
+    return [
+        prefix_sums(
+            [t if k == kind and f else 0 for t, k, f in zip(tokens, kinds, mask, strict=True)]
+        )
+        for kind in range(NKINDS)
+    ]
+
+
+class Accountant:
+    """Prefix sums of one skeleton under one policy's statics (all in tokens)."""
+
+    def __init__(self, sk: Skeleton, statics: Statics, tokens: tuple[int, ...] | None = None):
+        tokens = tokens if tokens is not None else sk.tokens
+        n = len(tokens)
+        offloaded = statics.offloaded or [False] * n
+        off_tokens = statics.offload_tokens or [0] * n
+        clearable = [c and not o for c, o in zip(statics.clearable, offloaded, strict=True)]
+        self.clearable = clearable
+        self.offloaded = offloaded
+        clear_save = [
+            max(t - c, 0) if f else 0
+            for t, c, f in zip(tokens, statics.cleared_tokens, clearable, strict=True)
+        ]
+        off_save = [
+            max(t - s, 0) if f else 0 for t, s, f in zip(tokens, off_tokens, offloaded, strict=True)
+        ]
+        self.raw = prefix_sums(tokens)
+        self.clear_save = prefix_sums(clear_save)
+        self.clear_count = prefix_sums([int(f) for f in clearable])
+        self.off_save = prefix_sums(off_save)
+        self.off_count = prefix_sums([int(f) for f in offloaded])
+        self.off_raw = prefix_sums([t if f else 0 for t, f in zip(tokens, offloaded, strict=True)])
+        self.clear_raw = prefix_sums(
+            [t if f else 0 for t, f in zip(tokens, clearable, strict=True)]
+        )
+        # G: sent prefix when everything clearable is cleared; H: when nothing is.
+        self.g = [
+            r - c - o for r, c, o in zip(self.raw, self.clear_save, self.off_save, strict=True)
+        ]
+        self.h = [r - o for r, o in zip(self.raw, self.off_save, strict=True)]
+        self.kind_raw = _by_kind(tokens, sk.kinds, [True] * n)
+        self.kind_cleared = _by_kind(tokens, sk.kinds, clearable)
+        self.kind_off = _by_kind(tokens, sk.kinds, offloaded)
+        self._clear_letters = "".join(
+            "o" if o else "c" if c else "k" for c, o in zip(clearable, offloaded, strict=True)
+        )
+        self._kept_letters = "".join("o" if o else "k" for o in offloaded)
+
+    def span(self, a: int, b: int, cb: int) -> int:
+        """Sent tokens of messages [a, b) when clearable ones before `cb` are cleared."""
+        if b <= a:
+            return 0
+        return (
+            self.raw[b]
+            - self.raw[a]
+            - self.clear_save[min(b, cb)]
+            + self.clear_save[min(a, cb)]
+            - self.off_save[b]
+            + self.off_save[a]
+        )
+
+    def sent(self, plan: Plan) -> int:
+        """Tokens of the whole request."""
+        cb = plan.clear_before
+        if plan.gap_end <= plan.gap_start:
+            return self.span(0, plan.end, cb) + plan.extra
+        return (
+            self.span(0, plan.gap_start, cb)
+            + plan.gap_note
+            + self.span(plan.gap_end, plan.end, cb)
+            + plan.extra
+        )
+
+    def prefix(self, plan: Plan, upto: int) -> int:
+        """Tokens of the request up to message `upto` (exclusive), notes included."""
+        if plan.gap_end <= plan.gap_start or upto <= plan.gap_start:
+            return self.span(0, min(upto, plan.end), plan.clear_before)
+        return (
+            self.span(0, plan.gap_start, plan.clear_before)
+            + plan.gap_note
+            + self.span(plan.gap_end, min(upto, plan.end), plan.clear_before)
+        )
+
+    def ranges(self, plan: Plan) -> tuple[tuple[int, int], ...]:
+        if plan.gap_end <= plan.gap_start:
+            return ((0, plan.end),)
+        return ((0, plan.gap_start), (plan.gap_end, plan.end))
+
+    def counts(self, plan: Plan) -> tuple[int, int, int, int]:
+        """Messages cleared, truncated, summarized and offloaded in the request."""
+        cleared = offloaded = 0
+        cb = plan.clear_before
+        for a, b in self.ranges(plan):
+            cleared += self.clear_count[max(min(b, cb), a)] - self.clear_count[a]
+            offloaded += self.off_count[b] - self.off_count[a]
+        gap = max(plan.gap_end - plan.gap_start, 0)
+        truncated = gap if plan.gap_kind == "t" else 0
+        return cleared, truncated, gap - truncated, offloaded
+
+    def composition(self, plan: Plan) -> dict[str, int]:
+        """Tokens sent by disposition, and tokens removed, for one request."""
+        cb = plan.clear_before
+        cleared_raw = cleared_sent = off_raw = off_sent = 0
+        for a, b in self.ranges(plan):
+            c_hi = max(min(b, cb), a)
+            cleared_raw += self.clear_raw[c_hi] - self.clear_raw[a]
+            cleared_sent += (self.clear_raw[c_hi] - self.clear_raw[a]) - (
+                self.clear_save[c_hi] - self.clear_save[a]
+            )
+            off_raw += self.off_raw[b] - self.off_raw[a]
+            off_sent += (self.off_raw[b] - self.off_raw[a]) - (self.off_save[b] - self.off_save[a])
+        gap_raw = self.raw[max(plan.gap_end, plan.gap_start)] - self.raw[plan.gap_start]
+        summarized = plan.gap_kind == "s"
+        return {
+            "kept": self.sent(plan) - cleared_sent - off_sent - plan.gap_note - plan.extra,
+            "cleared": cleared_sent,
+            "offloaded": off_sent,
+            "summary": plan.gap_note if summarized else 0,
+            "notes": (0 if summarized else plan.gap_note) + plan.extra,
+            "removed_cleared": cleared_raw - cleared_sent,
+            "removed_offloaded": off_raw - off_sent,
+            "removed_truncated": 0 if summarized else gap_raw,
+            "removed_summarized": gap_raw if summarized else 0,
+        }
+
+    def kept_by_kind(self, plan: Plan) -> tuple[int, ...]:
+        """Tokens of kept (unchanged) messages sent, per kind (model.KINDS order)."""
+        cb = plan.clear_before
+        out = []
+        for raw, cleared, off in zip(self.kind_raw, self.kind_cleared, self.kind_off, strict=True):
+            total = 0
+            for a, b in self.ranges(plan):
+                c_hi = max(min(b, cb), a)
+                total += raw[b] - raw[a] - (cleared[c_hi] - cleared[a]) - (off[b] - off[a])
+            out.append(total)
+        return tuple(out)
+
+    def dispositions(self, plan: Plan) -> str:
+        """One letter per message of the history: k kept, c cleared, t truncated,
+        s summarized, o offloaded. O(end): only for reports that ask for it."""
+        cb = plan.clear_before
+
+        def piece(a: int, b: int) -> str:
+            m = max(min(b, cb), a)
+            return self._clear_letters[a:m] + self._kept_letters[m:b]
+
+        if plan.gap_end <= plan.gap_start:
+            return piece(0, plan.end)
+        return (
+            piece(0, plan.gap_start)
+            + plan.gap_kind * (plan.gap_end - plan.gap_start)
+            + piece(plan.gap_end, plan.end)
+        )
+
+    def disposition(self, plan: Plan, i: int) -> str:
+        """The letter of message i in the request (see dispositions)."""
+        if plan.gap_start <= i < plan.gap_end:
+            return plan.gap_kind
+        if i < plan.clear_before:
+            return self._clear_letters[i]
+        return self._kept_letters[i]
+
+    def first_difference(self, before: Plan, after: Plan) -> int:
+        """The first message index at which request `after` stops being identical to
+        request `before` (same messages, dispositions and notes); at most before.end."""
+        limit = before.end
+        if _gap(before) != _gap(after):
+            limit = min(limit, _gap_start(before), _gap_start(after))
+        lo, hi = sorted((before.clear_before, after.clear_before))
+        hi = min(hi, before.end)
+        if hi > lo and self.clear_count[hi] > self.clear_count[lo]:
+            # The first message cleared in one request and kept in the other.
+            limit = min(limit, bisect.bisect_right(self.clear_count, self.clear_count[lo]) - 1)
+        if before.extra != after.extra:
+            limit = min(limit, before.end)
+        return limit
+
+
+def _gap(plan: Plan) -> tuple[int, int, int, str]:
+    if plan.gap_end <= plan.gap_start:
+        return (0, 0, 0, "")
+    return (plan.gap_start, plan.gap_end, plan.gap_note, plan.gap_kind)
+
+
+def _gap_start(plan: Plan) -> int:
+    return plan.gap_start if plan.gap_end > plan.gap_start else plan.end

@@ -1,0 +1,40 @@
+"""The Plan of one request and the per-message Statics a policy fixes in advance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Request `end` (its history is messages [0, end)), as sent.
+
+    Messages [0, gap_start) and [gap_end, end) are sent; [gap_start, gap_end) are left
+    out, marked `gap_kind` ("t" truncated or "s" summarized), and replaced by an inserted
+    note or summary of `gap_note` tokens (0: nothing inserted). A clearable message with
+    index < clear_before is sent cleared; an offloaded one as its stub. `extra` counts
+    tokens of other inserted content. `stage` names the last stage the policy needed.
+    """
+
+    end: int
+    gap_start: int = 0
+    gap_end: int = 0
+    gap_kind: str = "t"
+    gap_note: int = 0
+    clear_before: int = 0
+    extra: int = 0
+    stage: str = "none"
+
+
+@dataclass(slots=True)
+class Statics:
+    """Per-configuration, per-message facts a policy fixes before the first step.
+
+    `cleared_tokens[i]` is what message i costs when cleared (its notes); a message is
+    clearable only when that saves tokens. `offload_tokens[i]` is its stub's size.
+    """
+
+    clearable: list[bool]
+    cleared_tokens: list[int]
+    offloaded: list[bool] = field(default_factory=list)
+    offload_tokens: list[int] = field(default_factory=list)

@@ -1,0 +1,19 @@
+"""Policies: history + budget + estimator -> the request to send, found in a registry.
+
+Each policy is a small class behind the Policy protocol (policies.base) with typed
+parameters whose defaults are the real system's, and a docstring citing its source.
+"""
+
+from __future__ import annotations
+
+from contextsim.policies.base import Policy
+from contextsim.policies.seed import MythexPolicy, NonePolicy, TurnsPolicy
+
+POLICIES: dict[str, Policy] = {
+    p.name: p
+    for p in (
+        NonePolicy(),
+        TurnsPolicy(),
+        MythexPolicy(),
+    )
+}

@@ -1,0 +1,178 @@
+"""Policy x run -> per-step records, the cached prefix and cost of every request.
+
+`simulate` walks the steps once, asks the policy for each request's Plan and accounts
+for it with prefix sums: O((S + M) log M) per configuration, no request is copied.
+`explain` expands one step into its messages, for the step inspector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from contextsim.accounting import Accountant
+from contextsim.costs import PRESETS, Prices, request_cost
+from contextsim.estimators import MESSAGE_OVERHEAD, Estimator
+from contextsim.model import Run
+from contextsim.policies import POLICIES
+from contextsim.policies.base import Context, Plan, Planner
+from contextsim.skeleton import Skeleton, build
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One request under one configuration (tokens unless said otherwise).
+
+    `sent` is what the policy sends; `full` what `none` would send. `composition` holds
+    the sent tokens by disposition and the tokens removed; `kept_by_kind` the kept
+    tokens per model.KINDS entry. `cached` is the prefix identical to the previous
+    request; `cost` the estimated dollars. `measured` is the logged context, if any.
+    """
+
+    step: int
+    end: int
+    sent: int
+    full: int
+    stage: str
+    over_budget: bool
+    rejected: bool
+    cleared: int
+    truncated: int
+    summarized: int
+    offloaded: int
+    cached: int
+    cost: float
+    measured: int | None
+    plan: Plan
+
+
+@dataclass(frozen=True, slots=True)
+class Simulation:
+    """The outcome of one configuration on one run."""
+
+    skeleton: Skeleton
+    policy: str
+    params: Any
+    budget: int
+    hard_limit: int
+    records: tuple[StepRecord, ...]
+    accountant: Accountant
+
+    @property
+    def completed(self) -> bool:
+        """No request was rejected."""
+        return not any(r.rejected for r in self.records)
+
+    def dispositions(self, step: int) -> str:
+        return self.accountant.dispositions(self.records[step].plan)
+
+    def composition(self, step: int) -> dict[str, int]:
+        return self.accountant.composition(self.records[step].plan)
+
+    def kept_by_kind(self, step: int) -> tuple[int, ...]:
+        return self.accountant.kept_by_kind(self.records[step].plan)
+
+
+def simulate(
+    sk: Skeleton,
+    policy: str,
+    params: Any = None,
+    *,
+    budget: int,
+    hard_limit: int,
+    count: Callable[[str], int],
+    prices: Prices = PRESETS["anthropic"],
+) -> Simulation:
+    """Simulate `policy` over every request of the skeleton's run.
+
+    `count` measures fixed texts (notes) with the run's estimator. Budget and hard limit
+    are tokens per request. Raises ValueError for an unknown policy or bad limits.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}")
+    if budget <= 0 or hard_limit <= 0:
+        raise ValueError("budget and hard limit must be positive numbers of tokens")
+    chosen = POLICIES[policy]
+    params = params if params is not None else chosen.Params()
+    planner: Planner = chosen.setup(Context(sk, budget, hard_limit, count), params)
+    acct = getattr(planner, "acct", None) or Accountant(sk, planner.statics)
+    records = []
+    previous: Plan | None = None
+    for k, end in enumerate(sk.ends):
+        plan = planner.plan(end)
+        sent = acct.sent(plan)
+        cached = 0 if previous is None else acct.prefix(plan, acct.first_difference(previous, plan))
+        response = sk.responses[k]
+        output = 0 if response is None else max(sk.tokens[response] - MESSAGE_OVERHEAD, 0)
+        usage = sk.usage[k]
+        cleared, truncated, summarized, offloaded = acct.counts(plan)
+        records.append(
+            StepRecord(
+                k,
+                end,
+                sent,
+                acct.raw[end],
+                plan.stage,
+                sent > budget,
+                sent > hard_limit,
+                cleared,
+                truncated,
+                summarized,
+                offloaded,
+                cached,
+                request_cost(prices, sent, cached, output),
+                None if usage is None else usage.context,
+                plan,
+            )
+        )
+        previous = plan
+    return Simulation(sk, policy, params, budget, hard_limit, tuple(records), acct)
+
+
+def simulate_run(
+    run: Run,
+    estimator: Estimator,
+    policy: str,
+    params: Any = None,
+    *,
+    budget: int,
+    hard_limit: int,
+) -> Simulation:
+    """Build the skeleton of `run` and simulate `policy` on it (see simulate)."""
+    sk = build(run, estimator)
+    return simulate(
+        sk, policy, params, budget=budget, hard_limit=hard_limit, count=estimator.count
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SentItem:
+    """One item of a request as sent: a message of the history (index) or an inserted
+    note (index None). `tokens` is what it costs as sent; `original` before the policy."""
+
+    index: int | None
+    role: str
+    kind: str
+    disposition: str
+    tokens: int
+    original: int
+
+
+def explain(sim: Simulation, step: int) -> list[SentItem]:
+    """The request of `step`, item by item, in the order sent; notes included and the
+    messages left out listed where they stood (disposition t or s, 0 tokens sent)."""
+    sk, acct = sim.skeleton, sim.accountant
+    plan = sim.records[step].plan
+    items: list[SentItem] = []
+    for i in range(plan.end):
+        if i == plan.gap_start and plan.gap_end > plan.gap_start:
+            kind = "summary" if plan.gap_kind == "s" else "note"
+            items.append(SentItem(None, "user", kind, "k", plan.gap_note, 0))
+        letter = acct.disposition(plan, i)
+        raw = sk.tokens[i]
+        sent = {"k": raw, "t": 0, "s": 0}.get(letter)
+        if sent is None:
+            sent = acct.span(i, i + 1, plan.clear_before)
+        items.append(SentItem(i, sk.roles[i], sk.kind(i), letter, sent, raw))
+    return items
