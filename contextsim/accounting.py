@@ -181,20 +181,31 @@ class Accountant:
             return self._clear_letters[i]
         return self._kept_letters[i]
 
-    def first_difference(self, before: Plan, after: Plan) -> int:
-        """The first message index at which request `after` stops being identical to
-        request `before` (same messages, dispositions and notes); at most before.end."""
-        limit = before.end
-        if _gap(before) != _gap(after):
-            limit = min(limit, _gap_start(before), _gap_start(after))
+    def cached(self, before: Plan, after: Plan) -> int:
+        """Tokens at the start of request `after` identical to request `before` (same
+        messages, dispositions and notes): what a prompt cache can reuse."""
+        change = self._first_clear_change(before, after)
+        gb, ga = _gap(before), _gap(after)
+        if gb == ga:
+            if ga[1] > ga[0] and ga[0] <= change < ga[1]:
+                # Clearing changed only inside the shared gap: nobody sees it.
+                change = self._first_clear_change(before, after, ga[1])
+            return self.prefix(after, min(change, before.end))
+        same_note = gb[0] == ga[0] and gb[2:] == ga[2:] and ga[1] > ga[0] and gb[1] > gb[0]
+        if same_note and change >= ga[0]:
+            # Only where the gap ends moved: the head and the note are still shared.
+            return self.span(0, ga[0], after.clear_before) + after.gap_note
+        start = min(_gap_start(before), _gap_start(after), change, before.end)
+        return self.prefix(after, start)
+
+    def _first_clear_change(self, before: Plan, after: Plan, start: int = 0) -> int:
+        """The first message at or after `start` cleared in one plan and not the other
+        (len + 1 when none)."""
         lo, hi = sorted((before.clear_before, after.clear_before))
-        hi = min(hi, before.end)
-        if hi > lo and self.clear_count[hi] > self.clear_count[lo]:
-            # The first message cleared in one request and kept in the other.
-            limit = min(limit, bisect.bisect_right(self.clear_count, self.clear_count[lo]) - 1)
-        if before.extra != after.extra:
-            limit = min(limit, before.end)
-        return limit
+        lo = max(lo, start)
+        if hi <= lo or self.clear_count[hi] == self.clear_count[lo]:
+            return len(self.raw)
+        return bisect.bisect_right(self.clear_count, self.clear_count[lo]) - 1
 
 
 def _gap(plan: Plan) -> tuple[int, int, int, str]:

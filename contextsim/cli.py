@@ -1,4 +1,8 @@
-"""Command line: ``python -m contextsim inspect PATH [--format NAME] [--json]``.
+"""Command line.
+
+``python -m contextsim inspect PATH [--format NAME] [--json]``: what a log holds.
+``python -m contextsim simulate PATH|demo:NAME [--policy P]... [--budget N] ...``: what
+each policy would send at every request, and the problems found.
 
 Works without Django. On bad input it prints the error to stderr and exits 2.
 """
@@ -11,8 +15,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from contextsim.estimators import ESTIMATORS
 from contextsim.formats import IMPORTERS, FormatError, parse_path
 from contextsim.model import Run, request_count
+from contextsim.policies import POLICIES
+from contextsim.policies.base import make_params, param_fields
+from contextsim.problems import detect
+from contextsim.report import load_runs, readable, simulation_summary
+from contextsim.simulate import simulate
+from contextsim.skeleton import build, reference_tokens
 
 
 def run_summary(run: Run) -> dict[str, Any]:
@@ -53,6 +64,69 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _simulate(args: argparse.Namespace) -> int:
+    if args.estimator not in ESTIMATORS:
+        raise FormatError(
+            args.path,
+            "",
+            f"unknown estimator {args.estimator!r}; expected one of {', '.join(ESTIMATORS)}",
+        )
+    policies = args.policy or ["mythex"]
+    configs = _configs(policies, args.set or [])
+    runs, warnings = load_runs(args.path, args.format)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    estimator = ESTIMATORS[args.estimator]
+    reference = ESTIMATORS.get(args.reference) if args.reference != args.estimator else None
+    out = []
+    for run in runs:
+        sk = build(run, estimator)
+        ref = reference_tokens(run, reference) if reference is not None else None
+        for name, params in configs:
+            sim = simulate(
+                sk,
+                name,
+                params,
+                budget=args.budget,
+                hard_limit=args.hard_limit,
+                count=estimator.count,
+            )
+            out.append(simulation_summary(sim, detect(sim, reference=ref), args.steps))
+    if args.json:
+        print(json.dumps({"runs": out}, ensure_ascii=False, indent=1))
+    else:
+        for summary in out:
+            print("\n".join(readable(summary)))
+    return 0
+
+
+def _configs(policies: list[str], settings: list[str]) -> list[tuple[str, object]]:
+    values: dict[str, str] = {}
+    for item in settings:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise FormatError("--set", "", f"expected key=value, got {item!r}")
+        values[key.strip()] = value.strip()
+    configs = []
+    used: set[str] = set()
+    for name in policies:
+        if name not in POLICIES:
+            raise FormatError(
+                "--policy", "", f"unknown policy {name!r}; expected one of {', '.join(POLICIES)}"
+            )
+        known = {f.name for f in param_fields(POLICIES[name].Params)}
+        mine = {k: v for k, v in values.items() if k in known}
+        used |= mine.keys()
+        try:
+            configs.append((name, make_params(POLICIES[name].Params, mine)))
+        except ValueError as exc:
+            raise FormatError("--set", name, str(exc)) from None
+    unused = sorted(set(values) - used)
+    if unused:
+        raise FormatError("--set", "", f"no chosen policy has parameter {', '.join(unused)}")
+    return configs
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m contextsim", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -61,7 +135,30 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--format", choices=sorted(IMPORTERS), help="skip detection")
     inspect.add_argument("--json", action="store_true", help="print one JSON object")
     inspect.set_defaults(handler=_inspect)
+    sim = sub.add_parser("simulate", help="simulate context policies over runs")
+    sim.add_argument("path", help="a log file, or demo:subagents, demo:early-stop, demo:main")
+    sim.add_argument("--format", choices=sorted(IMPORTERS), help="skip detection")
+    sim.add_argument("--policy", action="append", help="repeat to compare (default mythex)")
+    sim.add_argument("--budget", type=_tokens, default=400_000)
+    sim.add_argument("--hard-limit", type=_tokens, default=1_000_000)
+    sim.add_argument("--estimator", default="script", help="one of " + ", ".join(ESTIMATORS))
+    sim.add_argument(
+        "--reference",
+        default="o200k",
+        help="tokenizer judging estimates where the log measured nothing",
+    )
+    sim.add_argument("--set", action="append", metavar="KEY=VALUE", help="a policy parameter")
+    sim.add_argument("--json", action="store_true", help="print one JSON object")
+    sim.add_argument("--steps", action="store_true", help="add one record per request")
+    sim.set_defaults(handler=_simulate)
     return parser
+
+
+def _tokens(text: str) -> int:
+    value = int(text.replace(",", "").replace("_", ""))
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of tokens, got {text}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from contextsim.costs import PRESETS, Prices, request_cost
 from contextsim.estimators import MESSAGE_OVERHEAD, Estimator
 from contextsim.model import Run
 from contextsim.policies import POLICIES
-from contextsim.policies.base import Context, Plan, Planner
+from contextsim.policies.base import Context, Plan, Planner, Statics
 from contextsim.skeleton import Skeleton, build
 
 
@@ -58,6 +58,7 @@ class Simulation:
     hard_limit: int
     records: tuple[StepRecord, ...]
     accountant: Accountant
+    statics: Statics
 
     @property
     def completed(self) -> bool:
@@ -102,7 +103,7 @@ def simulate(
     for k, end in enumerate(sk.ends):
         plan = planner.plan(end)
         sent = acct.sent(plan)
-        cached = 0 if previous is None else acct.prefix(plan, acct.first_difference(previous, plan))
+        cached = 0 if previous is None else acct.cached(previous, plan)
         response = sk.responses[k]
         output = 0 if response is None else max(sk.tokens[response] - MESSAGE_OVERHEAD, 0)
         usage = sk.usage[k]
@@ -127,7 +128,7 @@ def simulate(
             )
         )
         previous = plan
-    return Simulation(sk, policy, params, budget, hard_limit, tuple(records), acct)
+    return Simulation(sk, policy, params, budget, hard_limit, tuple(records), acct, planner.statics)
 
 
 def simulate_run(
@@ -141,9 +142,7 @@ def simulate_run(
 ) -> Simulation:
     """Build the skeleton of `run` and simulate `policy` on it (see simulate)."""
     sk = build(run, estimator)
-    return simulate(
-        sk, policy, params, budget=budget, hard_limit=hard_limit, count=estimator.count
-    )
+    return simulate(sk, policy, params, budget=budget, hard_limit=hard_limit, count=estimator.count)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,255 @@
+"""Problem detectors over step records: each finding has a step, a kind, a severity and
+a one-line explanation a person can act on."""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from contextsim.accounting import Accountant
+from contextsim.simulate import Simulation
+
+KINDS = (
+    "rejected",
+    "over_budget",
+    "underestimate",
+    "cache_break",
+    "oversized_result",
+    "repeated_call",
+    "no_progress",
+    "early_stop",
+    "step_ceiling",
+    "compaction",
+)
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    step: int
+    kind: str
+    severity: str
+    detail: str
+
+
+def detect(
+    sim: Simulation,
+    *,
+    reference: tuple[int, ...] | None = None,
+    typical_steps: int | None = None,
+    no_progress_steps: int = 3,
+) -> list[Problem]:
+    """Every problem of a simulation, ordered by step then kind.
+
+    `reference` holds per-message tokens by a reference tokenizer, used to judge
+    estimates where the log measured nothing. `typical_steps` (e.g. the median of a
+    collection) sets the recommended step ceiling.
+    """
+    found = [
+        *_limits(sim),
+        *_underestimates(sim, reference),
+        *_cache_breaks(sim),
+        *_results(sim, no_progress_steps),
+        *_ending(sim, typical_steps),
+        *_compactions(sim),
+    ]
+    return sorted(found, key=lambda p: (p.step, KINDS.index(p.kind)))
+
+
+def _limits(sim: Simulation) -> list[Problem]:
+    out = []
+    for r in sim.records:
+        if r.rejected:
+            out.append(
+                Problem(
+                    r.step,
+                    "rejected",
+                    "error",
+                    f"{r.sent:,} tokens is over the {sim.hard_limit:,} hard limit: "
+                    "the model rejects it; retrying cannot help",
+                )
+            )
+        elif r.over_budget:
+            out.append(
+                Problem(
+                    r.step,
+                    "over_budget",
+                    "warning",
+                    f"{r.sent:,} tokens is still over the {sim.budget:,} budget "
+                    f"after every stage ({r.stage})",
+                )
+            )
+    return out
+
+
+def _underestimates(sim: Simulation, reference: tuple[int, ...] | None) -> list[Problem]:
+    ref_acct = None
+    if reference is not None:
+        ref_acct = Accountant(sim.skeleton, sim.statics, reference)
+    out = []
+    for r in sim.records:
+        if r.sent > sim.budget:
+            continue
+        if r.measured is not None and r.full:
+            # The estimator's error on this history applies to what the policy sends.
+            actual, source = round(r.sent * r.measured / r.full), "measured usage"
+        elif ref_acct is not None:
+            actual, source = ref_acct.sent(r.plan), "the reference tokenizer"
+        else:
+            continue
+        if actual > sim.budget:
+            limit = "hard limit" if actual > sim.hard_limit else "budget"
+            out.append(
+                Problem(
+                    r.step,
+                    "underestimate",
+                    "error" if actual > sim.hard_limit else "warning",
+                    f"{sim.skeleton.estimator} estimated {r.sent:,} tokens (fits the {sim.budget:,} "
+                    f"budget) but {source} says about {actual:,}: over the {limit}",
+                )
+            )
+    return out
+
+
+def _cache_breaks(sim: Simulation) -> list[Problem]:
+    out = []
+    for before, r in zip(sim.records, sim.records[1:], strict=False):
+        lost = before.sent - r.cached
+        if lost > max(1024, before.sent // 10):
+            share = lost / before.sent
+            out.append(
+                Problem(
+                    r.step,
+                    "cache_break",
+                    "warning" if share > 0.5 else "info",
+                    f"only {r.cached:,} of the previous request's {before.sent:,} tokens could be "
+                    f"read from the prompt cache ({share:.0%} rewritten): what was "
+                    f"{'cleared' if r.plan.clear_before != before.plan.clear_before else 'cut'} changed",
+                )
+            )
+    return out
+
+
+def _first_step(sim: Simulation, message: int) -> int:
+    """The first step whose history includes `message`."""
+    return bisect.bisect_right(sim.skeleton.ends, message)
+
+
+def _results(sim: Simulation, streak_limit: int) -> list[Problem]:
+    sk = sim.skeleton
+    out = []
+    quarter = sim.budget // 4
+    seen: dict[tuple[str, str], int] = {}
+    useful_by_step: dict[int, bool] = {}
+    for i, n in enumerate(sk.result_count):
+        if not n:
+            continue
+        step = _first_step(sim, i)
+        if step >= sk.steps:
+            continue
+        if sk.tokens[i] > quarter:
+            out.append(
+                Problem(
+                    step,
+                    "oversized_result",
+                    "info",
+                    f"a {sk.tool_names[i] or 'tool'} result of {sk.tokens[i]:,} tokens "
+                    f"is over a quarter of the budget ({quarter:,})",
+                )
+            )
+        key = (sk.call_key[i], sk.result_key[i])
+        repeat = key in seen
+        if repeat:
+            out.append(
+                Problem(
+                    step,
+                    "repeated_call",
+                    "info",
+                    f"{sk.tool_names[i] or 'a tool'} was called with the same arguments "
+                    f"and returned the same result as before step {seen[key]}",
+                )
+            )
+        else:
+            seen[key] = step
+        useful = not repeat and not sk.is_error[i]
+        useful_by_step[step] = useful_by_step.get(step, False) or useful
+    streak = 0
+    for step in sorted(useful_by_step):
+        streak = 0 if useful_by_step[step] else streak + 1
+        if streak == streak_limit:
+            out.append(
+                Problem(
+                    step,
+                    "no_progress",
+                    "warning",
+                    f"{streak_limit} steps in a row brought no new result (only repeats or errors)",
+                )
+            )
+    return out
+
+
+def _ending(sim: Simulation, typical_steps: int | None) -> list[Problem]:
+    sk = sim.skeleton
+    if not sim.records:
+        return []
+    last = sim.records[-1]
+    share = last.full / sim.budget
+    out = []
+    if sk.final_answer and sk.final_mentions_space and share < 0.5:
+        out.append(
+            Problem(
+                last.step,
+                "early_stop",
+                "warning",
+                f"stopped at {last.full:,} of {sim.budget:,} budget tokens ({share:.0%}) "
+                "saying it was saving space: old results are cleared for it",
+            )
+        )
+    elif sk.final_answer and sk.subagent and share < 0.3:
+        out.append(
+            Problem(
+                last.step,
+                "early_stop",
+                "info",
+                f"the subagent answered at {last.full:,} of {sim.budget:,} budget tokens "
+                f"({share:.0%}): check it finished its task",
+            )
+        )
+    steps = sum(1 for r in sk.responses if r is not None)
+    if not sk.final_answer and steps >= 10 and (steps % 10 == 0 or steps % 25 == 0):
+        typical = typical_steps or steps
+        out.append(
+            Problem(
+                last.step,
+                "step_ceiling",
+                "warning",
+                f"ended without a final answer after exactly {steps} steps, like a step "
+                f"limit; a ceiling of {round(typical * 2.5)} (typical {typical} x 2.5) "
+                "is recommended",
+            )
+        )
+    return out
+
+
+def _compactions(sim: Simulation) -> list[Problem]:
+    sk = sim.skeleton
+    out = []
+    for at in sk.compactions:
+        split = bisect.bisect_right(sk.ends, at)
+        before = next((u for u in reversed(sk.usage[:split]) if u is not None), None)
+        after_step = next((k for k in range(split, sk.steps) if sk.usage[k] is not None), None)
+        if before is None or after_step is None:
+            continue
+        after = sk.usage[after_step]
+        assert after is not None
+        if after.context >= 0.9 * before.context:
+            out.append(
+                Problem(
+                    after_step,
+                    "compaction",
+                    "warning",
+                    f"the log compacted the conversation but the context did not shrink: "
+                    f"{before.context:,} tokens before, {after.context:,} after",
+                )
+            )
+    return out

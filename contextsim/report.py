@@ -1,0 +1,90 @@
+"""Reports of simulations as plain data (for the CLI's JSON and readable output)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextsim.demo import DEMOS, demo_runs
+from contextsim.formats import FormatError, parse_path
+from contextsim.model import Run
+from contextsim.problems import Problem
+from contextsim.simulate import Simulation
+
+
+def load_runs(spec: str, format: str | None = None) -> tuple[tuple[Run, ...], list[str]]:
+    """The runs named by `spec`: a log file path, or ``demo:NAME``; plus warnings."""
+    if spec.startswith("demo:"):
+        name = spec.removeprefix("demo:")
+        if name not in DEMOS:
+            raise FormatError(spec, "", f"unknown demo; expected one of {', '.join(DEMOS)}")
+        return demo_runs(name), []
+    parsed = parse_path(spec, format)
+    return parsed.runs, list(parsed.warnings)
+
+
+def simulation_summary(sim: Simulation, problems: list[Problem], steps: bool) -> dict[str, Any]:
+    """The figures of one (run, policy) pair; with `steps`, one record per request."""
+    records = sim.records
+    out: dict[str, Any] = {
+        "title": sim.skeleton.title,
+        "policy": sim.policy,
+        "estimator": sim.skeleton.estimator,
+        "budget": sim.budget,
+        "hard_limit": sim.hard_limit,
+        "steps": len(records),
+        "rejected_steps": sum(r.rejected for r in records),
+        "over_budget_steps": sum(r.over_budget for r in records),
+        "peak_sent": max((r.sent for r in records), default=0),
+        "total_sent": sum(r.sent for r in records),
+        "cached_tokens": sum(r.cached for r in records),
+        "cost": round(sum(r.cost for r in records), 6),
+        "completed": sim.completed,
+        "stages": _stage_counts(sim),
+        "problems": [
+            {"step": p.step, "kind": p.kind, "severity": p.severity, "detail": p.detail}
+            for p in problems
+        ],
+    }
+    if steps:
+        out["step_records"] = [
+            {
+                "step": r.step,
+                "sent": r.sent,
+                "full": r.full,
+                "stage": r.stage,
+                "cached": r.cached,
+                "measured": r.measured,
+                "dispositions": sim.dispositions(r.step),
+            }
+            for r in records
+        ]
+    return out
+
+
+def _stage_counts(sim: Simulation) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in sim.records:
+        counts[r.stage] = counts.get(r.stage, 0) + 1
+    return counts
+
+
+def readable(summary: dict[str, Any]) -> list[str]:
+    """A few lines a person reads in a terminal."""
+    s = summary
+    lines = [
+        f"{s['title']} — {s['policy']} ({s['estimator']}, budget {s['budget']:,}, "
+        f"hard limit {s['hard_limit']:,})",
+        f"  {s['steps']} requests: {s['rejected_steps']} rejected, {s['over_budget_steps']} over "
+        f"budget; peak {s['peak_sent']:,} tokens, total {s['total_sent']:,}, "
+        f"{s['cached_tokens']:,} cached, ${s['cost']:.2f}; "
+        f"{'completed' if s['completed'] else 'NOT completed'}",
+        "  stages: " + ", ".join(f"{k} {v}" for k, v in s["stages"].items()),
+    ]
+    by_kind: dict[str, list[int]] = {}
+    for p in s["problems"]:
+        by_kind.setdefault(p["kind"], []).append(p["step"])
+    for kind, steps in by_kind.items():
+        first = next(p for p in s["problems"] if p["kind"] == kind)
+        more = f" (and {len(steps) - 1} more)" if len(steps) > 1 else ""
+        lines.append(f"  ! {kind} at step {steps[0]}{more}: {first['detail']}")
+    return lines
