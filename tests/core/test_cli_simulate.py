@@ -1,0 +1,95 @@
+"""`python -m contextsim simulate`: the JSON contract, --steps, --set and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+def native(rounds: int = 12, size: int = 8_000) -> dict:
+    return {
+        "contextsim": 1,
+        "runs": [{
+            "title": "t",
+            "messages": [
+                {"role": "system", "content": "s" * 400},
+                {"role": "user", "content": "task"},
+                *[m for i in range(rounds) for m in (
+                    {"role": "assistant", "content": [
+                        {"type": "tool_call", "id": f"c{i}", "name": "read", "arguments": {"i": i}}]},
+                    {"role": "tool", "content": [
+                        {"type": "tool_result", "call_id": f"c{i}", "text": "x" * size}]},
+                )],
+                {"role": "assistant", "content": "done"},
+            ],
+        }],
+    }
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "contextsim", "simulate", *args],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )
+
+
+def write(tmp_path: Path, **shape: int) -> str:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(native(**shape)))
+    return str(path)
+
+
+def test_json_has_the_contract_keys_per_run_and_policy(tmp_path):
+    result = cli(write(tmp_path), "--policy", "none", "--policy", "mythex", "--budget", "8000",
+                 "--estimator", "chars4", "--json")
+    assert result.returncode == 0, result.stderr
+    runs = json.loads(result.stdout)["runs"]
+    assert [r["policy"] for r in runs] == ["none", "mythex"]
+    keys = {"title", "policy", "steps", "rejected_steps", "over_budget_steps", "peak_sent",
+            "total_sent", "cached_tokens", "completed", "problems"}
+    assert all(keys <= set(r) for r in runs)
+    none, mythex = runs
+    assert none["steps"] == 13 and none["peak_sent"] > 8000 and none["over_budget_steps"] > 0
+    assert mythex["over_budget_steps"] == 0 and mythex["peak_sent"] <= 8000
+    assert all({"step", "kind", "detail"} <= set(p) for p in none["problems"])
+
+
+def test_steps_adds_one_record_per_request_with_a_letter_per_message(tmp_path):
+    result = cli(write(tmp_path), "--budget", "8000", "--estimator", "chars4", "--steps", "--json")
+    (run,) = json.loads(result.stdout)["runs"]
+    records = run["step_records"]
+    assert [r["step"] for r in records] == list(range(13))
+    for r in records:
+        assert len(r["dispositions"]) == 2 + 2 * r["step"]
+        assert set(r["dispositions"]) <= set("kctso")
+    assert "c" in records[-1]["dispositions"] and records[-1]["stage"] == "clear"
+
+
+def test_set_changes_a_parameter_and_rejects_unknown_ones(tmp_path):
+    path = write(tmp_path, rounds=40, size=1_000)
+    common = ("--budget", "4000", "--estimator", "chars4", "--json")
+    one = json.loads(cli(path, *common, "--set", "batch=1").stdout)["runs"][0]
+    four = json.loads(cli(path, *common).stdout)["runs"][0]
+    # Clearing in batches keeps the cached prefix for several requests.
+    assert four["cached_tokens"] > one["cached_tokens"]
+    assert four["cost"] < one["cost"]
+    bad = cli(path, "--set", "bogus=1")
+    assert bad.returncode == 2 and "no chosen policy has parameter bogus" in bad.stderr
+    bad = cli(path, "--set", "batch=many")
+    assert bad.returncode == 2 and "batch: expected int, got 'many'" in bad.stderr
+
+
+def test_readable_output_names_the_policy_and_problems(tmp_path):
+    out = cli(write(tmp_path), "--policy", "none", "--budget", "8000", "--estimator", "chars4").stdout
+    assert "t — none (chars4, budget 8,000" in out
+    assert "! over_budget at step" in out
+
+
+def test_unknown_policy_demo_and_negative_budget_fail_clearly(tmp_path):
+    assert "unknown policy 'nope'" in cli(write(tmp_path), "--policy", "nope").stderr
+    assert "unknown demo; expected one of" in cli("demo:nope").stderr
+    negative = cli(write(tmp_path), "--budget", "-5")
+    assert negative.returncode == 2 and "expected a positive number of tokens" in negative.stderr
