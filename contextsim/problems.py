@@ -115,7 +115,7 @@ def _cache_breaks(sim: Simulation) -> list[Problem]:
     out = []
     for before, r in zip(sim.records, sim.records[1:], strict=False):
         lost = before.sent - r.cached
-        if lost > max(1024, before.sent // 10):
+        if lost > 0 and lost > before.sent // 20:
             share = lost / before.sent
             out.append(
                 Problem(

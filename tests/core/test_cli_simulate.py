@@ -9,30 +9,53 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
+
 def native(rounds: int = 12, size: int = 8_000) -> dict:
     return {
         "contextsim": 1,
-        "runs": [{
-            "title": "t",
-            "messages": [
-                {"role": "system", "content": "s" * 400},
-                {"role": "user", "content": "task"},
-                *[m for i in range(rounds) for m in (
-                    {"role": "assistant", "content": [
-                        {"type": "tool_call", "id": f"c{i}", "name": "read", "arguments": {"i": i}}]},
-                    {"role": "tool", "content": [
-                        {"type": "tool_result", "call_id": f"c{i}", "text": "x" * size}]},
-                )],
-                {"role": "assistant", "content": "done"},
-            ],
-        }],
+        "runs": [
+            {
+                "title": "t",
+                "messages": [
+                    {"role": "system", "content": "s" * 400},
+                    {"role": "user", "content": "task"},
+                    *[
+                        m
+                        for i in range(rounds)
+                        for m in (
+                            {
+                                "role": "assistant",
+                                "content": [
+                                    {
+                                        "type": "tool_call",
+                                        "id": f"c{i}",
+                                        "name": "read",
+                                        "arguments": {"i": i},
+                                    }
+                                ],
+                            },
+                            {
+                                "role": "tool",
+                                "content": [
+                                    {"type": "tool_result", "call_id": f"c{i}", "text": "x" * size}
+                                ],
+                            },
+                        )
+                    ],
+                    {"role": "assistant", "content": "done"},
+                ],
+            }
+        ],
     }
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "contextsim", "simulate", *args],
-        capture_output=True, text=True, cwd=ROOT, check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
     )
 
 
@@ -43,13 +66,33 @@ def write(tmp_path: Path, **shape: int) -> str:
 
 
 def test_json_has_the_contract_keys_per_run_and_policy(tmp_path):
-    result = cli(write(tmp_path), "--policy", "none", "--policy", "mythex", "--budget", "8000",
-                 "--estimator", "chars4", "--json")
+    result = cli(
+        write(tmp_path),
+        "--policy",
+        "none",
+        "--policy",
+        "mythex",
+        "--budget",
+        "8000",
+        "--estimator",
+        "chars4",
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     runs = json.loads(result.stdout)["runs"]
     assert [r["policy"] for r in runs] == ["none", "mythex"]
-    keys = {"title", "policy", "steps", "rejected_steps", "over_budget_steps", "peak_sent",
-            "total_sent", "cached_tokens", "completed", "problems"}
+    keys = {
+        "title",
+        "policy",
+        "steps",
+        "rejected_steps",
+        "over_budget_steps",
+        "peak_sent",
+        "total_sent",
+        "cached_tokens",
+        "completed",
+        "problems",
+    }
     assert all(keys <= set(r) for r in runs)
     none, mythex = runs
     assert none["steps"] == 13 and none["peak_sent"] > 8000 and none["over_budget_steps"] > 0
@@ -83,7 +126,9 @@ def test_set_changes_a_parameter_and_rejects_unknown_ones(tmp_path):
 
 
 def test_readable_output_names_the_policy_and_problems(tmp_path):
-    out = cli(write(tmp_path), "--policy", "none", "--budget", "8000", "--estimator", "chars4").stdout
+    out = cli(
+        write(tmp_path), "--policy", "none", "--budget", "8000", "--estimator", "chars4"
+    ).stdout
     assert "t — none (chars4, budget 8,000" in out
     assert "! over_budget at step" in out
 

@@ -62,9 +62,26 @@ def test_the_early_stop_run_is_flagged():
 
 def test_the_cli_reports_the_incident_as_json():
     result = subprocess.run(
-        [sys.executable, "-m", "contextsim", "simulate", "demo:subagents", "--policy", "turns",
-         "--policy", "mythex", "--budget", "400000", "--hard-limit", "1000000", "--json"],
-        capture_output=True, text=True, cwd=ROOT, check=True,
+        [
+            sys.executable,
+            "-m",
+            "contextsim",
+            "simulate",
+            "demo:subagents",
+            "--policy",
+            "turns",
+            "--policy",
+            "mythex",
+            "--budget",
+            "400000",
+            "--hard-limit",
+            "1000000",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
     )
     runs = json.loads(result.stdout)["runs"]
     turns = [r for r in runs if r["policy"] == "turns"]

@@ -1,0 +1,116 @@
+"""Each problem detector on a small run built for it."""
+
+from __future__ import annotations
+
+from contextsim.estimators import ESTIMATORS
+from contextsim.model import (
+    Compaction,
+    Message,
+    Run,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from contextsim.problems import detect
+from contextsim.simulate import simulate
+from contextsim.skeleton import build
+
+EST = ESTIMATORS["chars4"]
+
+
+def rounds(n, size=400, *, same=False, error=False, usage=None):
+    out = []
+    for i in range(n):
+        args = "{}" if same else f'{{"i": {i}}}'
+        u = usage(i) if usage else None
+        out.append(Message("assistant", (ToolCallPart(f"c{i}", "read", args),), u))
+        text = "x" * size if same else f"{i} " + "x" * size
+        out.append(Message("tool", (ToolResultPart(f"c{i}", text, error),)))
+    return out
+
+
+def run_of(*messages, **kw):
+    return Run("r", (Message("user", (TextPart("task"),)), *messages), **kw)
+
+
+def problems(run, policy="mythex", budget=10_000, hard=30_000, **kw):
+    sim = simulate(build(run, EST), policy, budget=budget, hard_limit=hard, count=EST.count)
+    return detect(sim, **kw)
+
+
+def kinds(found):
+    return {p.kind for p in found}
+
+
+def test_rejected_and_over_budget_name_the_limits():
+    found = problems(run_of(*rounds(40, 4_000)), "none", budget=10_000, hard=30_000)
+    rejected = [p for p in found if p.kind == "rejected"]
+    assert (
+        rejected and rejected[0].severity == "error" and "30,000 hard limit" in rejected[0].detail
+    )
+    assert any(p.kind == "over_budget" for p in found)
+
+
+def test_oversized_result_is_flagged_where_it_first_appears():
+    found = problems(run_of(*rounds(2, 48_000)), budget=40_000, hard=100_000)
+    flagged = [p for p in found if p.kind == "oversized_result"]
+    assert [p.step for p in flagged] == [1, 2]
+
+
+def test_repeated_call_and_no_progress():
+    found = problems(run_of(*rounds(5, 40, same=True)), budget=100_000, hard=200_000)
+    assert [p.step for p in found if p.kind == "repeated_call"] == [2, 3, 4, 5]
+    assert [p.step for p in found if p.kind == "no_progress"] == [4]
+
+
+def test_errors_count_as_no_progress():
+    found = problems(run_of(*rounds(3, 40, error=True)), budget=100_000, hard=200_000)
+    assert [p.step for p in found if p.kind == "no_progress"] == [3]
+
+
+def test_early_stop_when_the_last_answer_speaks_of_saving_space():
+    stop = Message("assistant", (TextPart("I will stop here to save space in the context."),))
+    found = problems(run_of(*rounds(2), stop), budget=400_000, hard=1_000_000)
+    (early,) = [p for p in found if p.kind == "early_stop"]
+    assert early.severity == "warning" and early.step == 2
+
+
+def test_step_ceiling_after_a_round_number_of_steps_without_an_answer():
+    found = problems(run_of(*rounds(20)), budget=400_000, hard=1_000_000, typical_steps=12)
+    (ceiling,) = [p for p in found if p.kind == "step_ceiling"]
+    assert "exactly 20 steps" in ceiling.detail and "ceiling of 30" in ceiling.detail
+    done = Message("assistant", (TextPart("done"),))
+    assert "step_ceiling" not in kinds(problems(run_of(*rounds(19), done), budget=400_000))
+
+
+def test_compaction_that_did_not_shrink_the_context_is_flagged():
+    grow = rounds(4, usage=lambda i: Usage(1_000 * (i + 1)))
+    run = run_of(*grow, compactions=(Compaction(5, 3_000),))
+    (flag,) = [p for p in problems(run, budget=400_000) if p.kind == "compaction"]
+    assert "3,000 tokens before, 4,000 after" in flag.detail
+    shrink = rounds(4, usage=lambda i: Usage(1_000 if i == 3 else 5_000))
+    assert "compaction" not in kinds(problems(run_of(*shrink, compactions=(Compaction(5),))))
+
+
+def test_cache_break_when_clearing_one_result_at_a_time():
+    from contextsim.policies.seed import MythexParams
+
+    run = run_of(*rounds(30, 1_000))
+    sk = build(run, EST)
+    one = simulate(
+        sk, "mythex", MythexParams(batch=1), budget=4_000, hard_limit=40_000, count=EST.count
+    )
+    four = simulate(sk, "mythex", budget=4_000, hard_limit=40_000, count=EST.count)
+    breaks_one = [p for p in detect(one) if p.kind == "cache_break"]
+    breaks_four = [p for p in detect(four) if p.kind == "cache_break"]
+    assert len(breaks_four) < len(breaks_one)
+
+
+def test_underestimate_uses_the_reference_when_nothing_was_measured():
+    run = run_of(*rounds(3, 2_000))
+    sk = build(run, EST)
+    sim = simulate(sk, "none", budget=1_600, hard_limit=10_000, count=EST.count)
+    reference = tuple(t * 2 for t in sk.tokens)
+    flagged = [p for p in detect(sim, reference=reference) if p.kind == "underestimate"]
+    assert flagged and "the reference tokenizer" in flagged[0].detail
