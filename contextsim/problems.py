@@ -104,8 +104,8 @@ def _underestimates(sim: Simulation, reference: tuple[int, ...] | None) -> list[
                     r.step,
                     "underestimate",
                     "error" if actual > sim.hard_limit else "warning",
-                    f"{sim.skeleton.estimator} estimated {r.sent:,} tokens (fits the {sim.budget:,} "
-                    f"budget) but {source} says about {actual:,}: over the {limit}",
+                    f"{sim.skeleton.estimator} estimated {r.sent:,} tokens (fits the "
+                    f"{sim.budget:,} budget) but {source} says about {actual:,}: over the {limit}",
                 )
             )
     return out
@@ -117,6 +117,7 @@ def _cache_breaks(sim: Simulation) -> list[Problem]:
         lost = before.sent - r.cached
         if lost > 0 and lost > before.sent // 20:
             share = lost / before.sent
+            what = "cleared" if r.plan.clear_before != before.plan.clear_before else "cut"
             out.append(
                 Problem(
                     r.step,
@@ -124,7 +125,7 @@ def _cache_breaks(sim: Simulation) -> list[Problem]:
                     "warning" if share > 0.5 else "info",
                     f"only {r.cached:,} of the previous request's {before.sent:,} tokens could be "
                     f"read from the prompt cache ({share:.0%} rewritten): what was "
-                    f"{'cleared' if r.plan.clear_before != before.plan.clear_before else 'cut'} changed",
+                    f"{what} changed",
                 )
             )
     return out
