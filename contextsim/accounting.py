@@ -9,6 +9,9 @@ messages or ten thousand.
 from __future__ import annotations
 
 import bisect
+from itertools import repeat
+from operator import mul, sub
+from functools import cached_property
 from collections.abc import Sequence
 
 from contextsim.model import KINDS
@@ -27,6 +30,10 @@ def _by_kind(tokens: Sequence[int], kinds: Sequence[int], mask: Sequence[bool]) 
     ]
 
 
+def _and_not(a: bool, b: bool) -> bool:
+    return a and not b
+
+
 class Accountant:
     """Prefix sums of one skeleton under one policy's statics (all in tokens)."""
 
@@ -34,50 +41,68 @@ class Accountant:
         tokens = tokens if tokens is not None else sk.tokens
         n = len(tokens)
         offloaded = statics.offloaded or [False] * n
-        off_tokens = statics.offload_tokens or [0] * n
-        clearable = [c and not o for c, o in zip(statics.clearable, offloaded, strict=True)]
+        clearable = list(map(_and_not, statics.clearable, offloaded))
         self.clearable = clearable
         self.offloaded = offloaded
-        clear_save = [
-            max(t - c, 0) if f else 0
-            for t, c, f in zip(tokens, statics.cleared_tokens, clearable, strict=True)
-        ]
-        off_save = [
-            max(t - s, 0) if f else 0 for t, s, f in zip(tokens, off_tokens, offloaded, strict=True)
-        ]
+        self._tokens = tokens
+        self._kinds = sk.kinds
         self.raw = prefix_sums(tokens)
-        self.clear_save = prefix_sums(clear_save)
-        self.clear_count = prefix_sums([int(f) for f in clearable])
-        self.off_save = prefix_sums(off_save)
-        self.off_count = prefix_sums([int(f) for f in offloaded])
-        self.off_raw = prefix_sums([t if f else 0 for t, f in zip(tokens, offloaded, strict=True)])
-        self.clear_raw = prefix_sums(
-            [t if f else 0 for t, f in zip(tokens, clearable, strict=True)]
-        )
+        zeros = [0] * (n + 1)
+        if any(clearable):
+            saved = map(max, map(sub, tokens, statics.cleared_tokens), repeat(0))
+            self.clear_save = prefix_sums(list(map(mul, saved, clearable)))
+            self.clear_count = prefix_sums(clearable)
+            self.clear_raw = prefix_sums(list(map(mul, tokens, clearable)))
+        else:
+            self.clear_save = self.clear_count = self.clear_raw = zeros
+        if any(offloaded):
+            saved = map(max, map(sub, tokens, statics.offload_tokens), repeat(0))
+            self.off_save = prefix_sums(list(map(mul, saved, offloaded)))
+            self.off_count = prefix_sums(offloaded)
+            self.off_raw = prefix_sums(list(map(mul, tokens, offloaded)))
+        else:
+            self.off_save = self.off_count = self.off_raw = zeros
         # G: sent prefix when everything clearable is cleared; H: when nothing is.
-        self.g = [
-            r - c - o for r, c, o in zip(self.raw, self.clear_save, self.off_save, strict=True)
-        ]
-        self.h = [r - o for r, o in zip(self.raw, self.off_save, strict=True)]
-        self.kind_raw = _by_kind(tokens, sk.kinds, [True] * n)
-        self.kind_cleared = _by_kind(tokens, sk.kinds, clearable)
-        self.kind_off = _by_kind(tokens, sk.kinds, offloaded)
-        self._clear_letters = "".join(
-            "o" if o else "c" if c else "k" for c, o in zip(clearable, offloaded, strict=True)
+        self.h = list(map(sub, self.raw, self.off_save)) if any(offloaded) else self.raw
+        self.g = list(map(sub, self.h, self.clear_save)) if any(clearable) else self.h
+
+    @cached_property
+    def _clear_letters(self) -> str:
+        return "".join(
+            "o" if o else "c" if c else "k"
+            for c, o in zip(self.clearable, self.offloaded, strict=True)
         )
-        self._kept_letters = "".join("o" if o else "k" for o in offloaded)
+
+    @cached_property
+    def _kept_letters(self) -> str:
+        return "".join("o" if o else "k" for o in self.offloaded)
+
+    # Per-kind sums serve charts only: built on first use, not for every simulation.
+    @cached_property
+    def kind_raw(self) -> list[list[int]]:
+        return _by_kind(self._tokens, self._kinds, [True] * len(self._tokens))
+
+    @cached_property
+    def kind_cleared(self) -> list[list[int]]:
+        return _by_kind(self._tokens, self._kinds, self.clearable)
+
+    @cached_property
+    def kind_off(self) -> list[list[int]]:
+        return _by_kind(self._tokens, self._kinds, self.offloaded)
 
     def span(self, a: int, b: int, cb: int) -> int:
         """Sent tokens of messages [a, b) when clearable ones before `cb` are cleared."""
         if b <= a:
             return 0
+        cs, off = self.clear_save, self.off_save
+        # Conditional expressions, not min(): this runs several times per request.
         return (
             self.raw[b]
             - self.raw[a]
-            - self.clear_save[min(b, cb)]
-            + self.clear_save[min(a, cb)]
-            - self.off_save[b]
-            + self.off_save[a]
+            - cs[b if b < cb else cb]
+            + cs[a if a < cb else cb]
+            - off[b]
+            + off[a]
         )
 
     def sent(self, plan: Plan) -> int:
@@ -184,6 +209,14 @@ class Accountant:
     def cached(self, before: Plan, after: Plan) -> int:
         """Tokens at the start of request `after` identical to request `before` (same
         messages, dispositions and notes): what a prompt cache can reuse."""
+        if before.clear_before == after.clear_before and (
+            before.gap_start,
+            before.gap_end,
+            before.gap_note,
+            before.gap_kind,
+        ) == (after.gap_start, after.gap_end, after.gap_note, after.gap_kind):
+            # The common case: the request only grew.
+            return self.prefix(after, before.end)
         change = self._first_clear_change(before, after)
         gb, ga = _gap(before), _gap(after)
         if gb == ga:

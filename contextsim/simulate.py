@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from contextsim.accounting import Accountant
 from contextsim.costs import PRESETS, Prices, request_cost
@@ -20,14 +20,14 @@ from contextsim.policies.base import Context, Plan, Planner, Statics
 from contextsim.skeleton import Skeleton, build
 
 
-@dataclass(frozen=True, slots=True)
-class StepRecord:
+class StepRecord(NamedTuple):
     """One request under one configuration (tokens unless said otherwise).
 
-    `sent` is what the policy sends; `full` what `none` would send. `composition` holds
-    the sent tokens by disposition and the tokens removed; `kept_by_kind` the kept
-    tokens per model.KINDS entry. `cached` is the prefix identical to the previous
-    request; `cost` the estimated dollars. `measured` is the logged context, if any.
+    `sent` is what the policy sends; `full` what `none` would send. `cached` is the
+    prefix identical to the previous request; `cost` the estimated dollars; `measured`
+    the logged context, if any. Counts and compositions come from the Simulation on
+    demand (they are not needed for every step of every sweep). A named tuple: one is
+    made per request per configuration, so creation cost matters.
     """
 
     step: int
@@ -37,10 +37,6 @@ class StepRecord:
     stage: str
     over_budget: bool
     rejected: bool
-    cleared: int
-    truncated: int
-    summarized: int
-    offloaded: int
     cached: int
     cost: float
     measured: int | None
@@ -74,6 +70,10 @@ class Simulation:
     def kept_by_kind(self, step: int) -> tuple[int, ...]:
         return self.accountant.kept_by_kind(self.records[step].plan)
 
+    def counts(self, step: int) -> tuple[int, int, int, int]:
+        """Messages cleared, truncated, summarized and offloaded at `step`."""
+        return self.accountant.counts(self.records[step].plan)
+
 
 def simulate(
     sk: Skeleton,
@@ -100,27 +100,24 @@ def simulate(
     acct = getattr(planner, "acct", None) or Accountant(sk, planner.statics)
     records = []
     previous: Plan | None = None
+    tokens, responses, usages = sk.tokens, sk.responses, sk.usage
+    sent_of, cached_of, raw = acct.sent, acct.cached, acct.raw
     for k, end in enumerate(sk.ends):
         plan = planner.plan(end)
-        sent = acct.sent(plan)
-        cached = 0 if previous is None else acct.cached(previous, plan)
-        response = sk.responses[k]
-        output = 0 if response is None else max(sk.tokens[response] - MESSAGE_OVERHEAD, 0)
-        usage = sk.usage[k]
-        cleared, truncated, summarized, offloaded = acct.counts(plan)
+        sent = sent_of(plan)
+        cached = 0 if previous is None else cached_of(previous, plan)
+        response = responses[k]
+        output = 0 if response is None else max(tokens[response] - MESSAGE_OVERHEAD, 0)
+        usage = usages[k]
         records.append(
             StepRecord(
                 k,
                 end,
                 sent,
-                acct.raw[end],
+                raw[end],
                 plan.stage,
                 sent > budget,
                 sent > hard_limit,
-                cleared,
-                truncated,
-                summarized,
-                offloaded,
                 cached,
                 request_cost(prices, sent, cached, output),
                 None if usage is None else usage.context,

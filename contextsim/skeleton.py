@@ -10,12 +10,24 @@ Units: tokens are integers under the skeleton's estimator; indexes are message i
 from __future__ import annotations
 
 import hashlib
+import json
+from itertools import accumulate
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from contextsim.estimators import MESSAGE_OVERHEAD, Estimator, count_message
-from contextsim.model import KINDS, Kind, Message, Run, Usage, request_bounds
+from contextsim.model import (
+    KINDS,
+    Kind,
+    Message,
+    Run,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+    request_bounds,
+)
 
 KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
 PREVIEW_LINES = 5
@@ -70,6 +82,14 @@ class Skeleton:
     final_mentions_space: bool
     subagent: bool
     compactions: tuple[int, ...] = ()
+    argument_tokens: tuple[tuple[int, ...], ...] = ()
+    """Per message, the estimator's tokens of each client-side tool call's arguments."""
+    langchain: tuple[tuple[tuple[int, ...], ...], ...] = ()
+    """Per message, its LangChain form as LangChain's approximate counter sees it: one
+    LangChainPiece (as plain ints) per LangChain message; see langchain_form."""
+    call_inputs: tuple[tuple[int, ...], ...] = ()
+    """Per message, per client-side tool call: characters its LangChain form loses when
+    that call's arguments are cleared to {} (0 for a call LangChain cannot parse)."""
 
     @property
     def size(self) -> int:
@@ -119,6 +139,7 @@ def build(run: Run, estimator: Estimator) -> Skeleton:
         errors.append(bool(results) and all(r.is_error for r in results))
         previews.append(_preview_tokens(message, estimator) if results else 0)
     bounds = request_bounds([m.role for m in run.messages])
+    forms, inputs = langchain_form(run)
     last = run.messages[-1] if run.messages else None
     final = last is not None and last.role == "assistant" and not last.tool_calls
     return Skeleton(
@@ -143,6 +164,11 @@ def build(run: Run, estimator: Estimator) -> Skeleton:
         final_mentions_space=bool(final and last and _SPACE_WORDS.search(last.text)),
         subagent=run.subagent,
         compactions=tuple(c.before_message for c in run.compactions),
+        argument_tokens=tuple(
+            tuple(estimator.count(c.arguments) for c in _client_calls(m)) for m in run.messages
+        ),
+        langchain=forms,
+        call_inputs=inputs,
     )
 
 
@@ -162,6 +188,142 @@ def _preview_tokens(message: Message, estimator: Estimator) -> int:
     )
 
 
+LANGCHAIN_TYPES = ("system", "human", "ai", "tool")
+"""LangChain message types, indexed by LangChainPiece.type."""
+APPROX_CHARS_PER_TOKEN = 4
+APPROX_MESSAGE_TOKENS = 3
+APPROX_IMAGE_TOKENS = 85
+"""langchain_core's count_tokens_approximately defaults: characters per token (rounded
+up per message), tokens added per message, tokens per image block."""
+
+
+class LangChainPiece(NamedTuple):
+    """One LangChain message, as count_tokens_approximately measures it (characters).
+
+    `content`: characters of its text content. `other`: the other characters it counts
+    (the OpenAI role; a ToolMessage's call id and tool name; an AIMessage's repr of its
+    tool calls). `last_line`: characters after the content's last newline (what
+    trim_messages' partial mode tries first). `images`: image blocks. `call`: for a
+    ToolMessage, the position among the caller's client-side calls of the call it
+    answers, when that call is a parsed tool call of the nearest assistant message
+    before it (where ClearToolUsesEdit looks), else -1.
+    """
+
+    type: int
+    content: int
+    other: int
+    last_line: int = 0
+    images: int = 0
+    call: int = -1
+
+    @property
+    def tokens(self) -> int:
+        """What count_tokens_approximately gives for this message alone."""
+        text = -(-(self.content + self.other) // APPROX_CHARS_PER_TOKEN)
+        return text + APPROX_MESSAGE_TOKENS + APPROX_IMAGE_TOKENS * self.images
+
+
+def langchain_pieces(sk: Skeleton, i: int) -> list[LangChainPiece]:
+    """The LangChain form of message i (see langchain_form)."""
+    return [LangChainPiece(*p) for p in sk.langchain[i]]
+
+
+def approx_tokens(sk: Skeleton) -> list[int]:
+    """Per message, count_tokens_approximately of its LangChain form."""
+    return [sum(LangChainPiece(*p).tokens for p in pieces) for pieces in sk.langchain]
+
+
+def langchain_form(
+    run: Run,
+) -> tuple[tuple[tuple[tuple[int, ...], ...], ...], tuple[tuple[int, ...], ...]]:
+    """(pieces, call inputs) of every message's LangChain form, for Skeleton.langchain
+    and Skeleton.call_inputs.
+
+    The form is the one LangChain agents build: a system message is a SystemMessage; an
+    assistant message an AIMessage whose content is its text (text and thinking joined
+    by newlines) and whose tool_calls are its client-side calls (arguments "" parse as
+    {}; arguments that are not a JSON object make an invalid tool call, which LangChain
+    neither lists nor counts); each tool result a ToolMessage (content its text, the
+    call id, name the called tool's, when known); any other text or images of a user or
+    tool message one HumanMessage after its ToolMessages (images as image blocks), and a
+    user message with neither results nor text an empty HumanMessage.
+    """
+    calls: dict[str, tuple[int, int, str, bool]] = {}
+    last_assistant = -1
+    forms: list[tuple[tuple[int, ...], ...]] = []
+    inputs: list[tuple[int, ...]] = []
+    for i, message in enumerate(run.messages):
+        if message.role == "assistant":
+            piece, call_inputs, parsed = _ai_piece(message)
+            for position, (call, ok) in enumerate(zip(_client_calls(message), parsed, strict=True)):
+                calls[call.id] = (i, position, call.name, ok)
+            last_assistant = i
+            forms.append((piece,))
+            inputs.append(call_inputs)
+            continue
+        inputs.append(())
+        if message.role == "system":
+            forms.append((_text_piece(0, message.text, len("system")),))
+            continue
+        pieces = [_tool_piece(r, calls, last_assistant) for r in message.tool_results]
+        images = sum(1 for p in message.parts if p.type == "image")
+        if not pieces or message.text or images:
+            pieces.append(_text_piece(1, message.text, len("user"), images))
+        forms.append(tuple(pieces))
+    return tuple(forms), tuple(inputs)
+
+
+def _client_calls(message: Message) -> tuple[ToolCallPart, ...]:
+    return tuple(c for c in message.tool_calls if not c.server_side)
+
+
+def _parse_arguments(arguments: str) -> dict[str, Any] | None:
+    """The arguments as LangChain's tool-call parser reads them ("" is {}), or None when
+    they are not a JSON object."""
+    if not arguments:
+        return {}
+    try:
+        value = json.loads(arguments, strict=False)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _text_piece(kind: int, text: str, other: int, images: int = 0) -> tuple[int, ...]:
+    last_line = len(text) - text.rfind("\n") - 1
+    return (kind, len(text), other, last_line, images, -1)
+
+
+def _ai_piece(message: Message) -> tuple[tuple[int, ...], tuple[int, ...], list[bool]]:
+    """The AIMessage piece, per client-side call the characters clearing its arguments
+    saves, and which calls parsed."""
+    calls = _client_calls(message)
+    parsed = [_parse_arguments(c.arguments) for c in calls]
+    # The exact dicts LangChain keeps in AIMessage.tool_calls: the counter takes their repr.
+    listed = [
+        {"name": c.name, "args": args, "id": c.id, "type": "tool_call"}
+        for c, args in zip(calls, parsed, strict=True)
+        if args is not None
+    ]
+    other = len("assistant") + (len(repr(listed)) if listed else 0)
+    saved = tuple(0 if args is None else len(repr(args)) - len("{}") for args in parsed)
+    text = message.text
+    piece = (2, len(text), other, len(text) - text.rfind("\n") - 1, 0, -1)
+    return piece, saved, [args is not None for args in parsed]
+
+
+def _tool_piece(
+    result: ToolResultPart, calls: dict[str, tuple[int, int, str, bool]], last_assistant: int
+) -> tuple[int, ...]:
+    found = calls.get(result.call_id)
+    name = found[2] if found else ""
+    linked = found is not None and found[0] == last_assistant and found[3]
+    other = len(result.call_id) + len("tool") + len(name)
+    text = result.text
+    position = found[1] if found and linked else -1
+    return (3, len(text), other, len(text) - text.rfind("\n") - 1, 0, position)
+
+
 def reference_tokens(run: Run, estimator: Estimator) -> tuple[int, ...]:
     """Per-message tokens by a reference estimator (for underestimate detection)."""
     return tuple(count_message(m, estimator) for m in run.messages)
@@ -169,9 +331,35 @@ def reference_tokens(run: Run, estimator: Estimator) -> tuple[int, ...]:
 
 def prefix_sums(values: Sequence[int]) -> list[int]:
     """[0, v0, v0+v1, ...]: sum of values[a:b] is out[b] - out[a]."""
-    out = [0]
-    total = 0
-    for v in values:
-        total += v
-        out.append(total)
+    return list(accumulate(values, initial=0))
+
+
+def to_dict(sk: Skeleton) -> dict[str, object]:
+    """The skeleton as JSON-ready data (usage as [input, cache_read, cache_write, output])."""
+    out: dict[str, object] = {}
+    for name in Skeleton.__slots__:
+        value = getattr(sk, name)
+        if name == "usage":
+            value = [
+                None
+                if u is None
+                else [u.input_tokens, u.cache_read, u.cache_write, u.output_tokens]
+                for u in value
+            ]
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[name] = value
     return out
+
+
+def from_dict(data: dict[str, object]) -> Skeleton:
+    """The inverse of to_dict."""
+    values: dict[str, object] = {}
+    for name in Skeleton.__slots__:
+        value = data[name]
+        if name == "usage":
+            value = tuple(None if u is None else Usage(*u) for u in value)  # type: ignore[attr-defined]
+        elif isinstance(value, list):
+            value = tuple(value)
+        values[name] = value
+    return Skeleton(**values)  # type: ignore[arg-type]

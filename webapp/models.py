@@ -141,3 +141,17 @@ class Message(models.Model):
         if self.usage_input is None:
             return None
         return self.usage_input + (self.usage_cache_read or 0) + (self.usage_cache_write or 0)
+
+
+class RunSkeleton(models.Model):
+    """A run's skeleton under one estimator (counts and structure, no text), built once
+    at import so every simulation starts without reading or tokenizing text."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="skeletons")
+    estimator = models.CharField(max_length=40)
+    data = models.JSONField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "estimator"], name="skeleton_run_estimator")
+        ]

@@ -14,10 +14,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from contextsim import model as core
-from contextsim.estimators import content_key, count_all
+from contextsim import skeleton
+from contextsim.estimators import ESTIMATORS, content_key, count_all
 from contextsim.formats import FormatError, ParsedFile, parse_stream
 from contextsim.formats.native import part_to_dict
-from webapp.models import Collection, ImportJob, Message, Run, Upload, Visibility
+from webapp.models import Collection, ImportJob, Message, Run, RunSkeleton, Upload, Visibility
 
 BATCH = 500
 logger = logging.getLogger(__name__)
@@ -148,6 +149,12 @@ def save_run(
             Message.objects.bulk_create(batch)
             batch = []
     Message.objects.bulk_create(batch)
+    RunSkeleton.objects.bulk_create(
+        RunSkeleton(
+            run=stored, estimator=name, data=_storable(skeleton.to_dict(skeleton.build(run, est)))
+        )
+        for name, est in ESTIMATORS.items()
+    )
     return stored
 
 
@@ -179,4 +186,6 @@ def _storable(value: Any) -> Any:
         return value.replace("\x00", "\ufffd")
     if isinstance(value, dict):
         return {k: _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
     return value

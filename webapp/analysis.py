@@ -1,0 +1,162 @@
+"""Reading an analysis: the view state from the query string, and the simulations it
+asks for. Everything a view shows is a function of (run, query string), so a copied
+URL reproduces the view."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import QueryDict
+
+from contextsim.estimators import ESTIMATORS
+from contextsim.policies import POLICIES
+from contextsim.policies.base import changed_params, make_params, param_fields
+from contextsim.problems import Problem, detect
+from contextsim.simulate import Simulation, simulate
+from contextsim.skeleton import Skeleton, from_dict
+from webapp.models import Run, RunSkeleton
+
+DEFAULTS = {"policy": "mythex", "budget": 400_000, "hard_limit": 1_000_000, "estimator": "o200k"}
+MAX_TOKENS = 100_000_000
+
+
+class BadQuery(ValueError):
+    """A query parameter that cannot be used; the message names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ViewState:
+    """Everything that decides what the analysis shows."""
+
+    policy: str
+    params: Any
+    budget: int
+    hard_limit: int
+    estimator: str
+    compare: str
+    compare_params: Any
+
+    def query(self, **override: Any) -> str:
+        """The query string of this state, defaults left out (short permalinks)."""
+        items = {
+            "policy": self.policy,
+            "budget": self.budget,
+            "hard_limit": self.hard_limit,
+            "estimator": self.estimator,
+            "compare": self.compare,
+            **{k: _text(v) for k, v in changed_params(self.params).items()},
+            **override,
+        }
+        q = QueryDict(mutable=True)
+        for key, value in items.items():
+            if value in ("", None) or DEFAULTS.get(key) == value:
+                continue
+            q[key] = str(value)
+        return q.urlencode()
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ",".join(value)
+    if value is None:
+        return "none"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _tokens(query: QueryDict, key: str) -> int:
+    raw = query.get(key, "")
+    if raw == "":
+        return int(DEFAULTS[key])
+    try:
+        value = int(raw.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise BadQuery(f"{key}: expected a whole number of tokens, got {raw!r}") from None
+    if not 0 < value <= MAX_TOKENS:
+        raise BadQuery(f"{key}: expected between 1 and {MAX_TOKENS:,} tokens, got {value:,}")
+    return value
+
+
+def _choice(query: QueryDict, key: str, choices: dict[str, Any], blank: bool = False) -> str:
+    value = query.get(key, "" if blank else str(DEFAULTS[key]))
+    if blank and value == "":
+        return ""
+    if value not in choices:
+        raise BadQuery(f"{key}: unknown {value!r}; expected one of {', '.join(choices)}")
+    return value
+
+
+def _params(policy: str, query: QueryDict) -> Any:
+    params_type = POLICIES[policy].Params
+    names = {f.name for f in param_fields(params_type)}
+    values = {k: query[k] for k in names if query.get(k, "") != ""}
+    try:
+        return make_params(params_type, values)
+    except (ValueError, TypeError) as exc:
+        raise BadQuery(f"{policy}: {exc}") from None
+
+
+def read_state(query: QueryDict) -> ViewState:
+    """The view state of a query string; raises BadQuery naming the bad parameter."""
+    policy = _choice(query, "policy", POLICIES)
+    compare = _choice(query, "compare", POLICIES, blank=True)
+    return ViewState(
+        policy=policy,
+        params=_params(policy, query),
+        budget=_tokens(query, "budget"),
+        hard_limit=_tokens(query, "hard_limit"),
+        estimator=_choice(query, "estimator", ESTIMATORS),
+        compare=compare,
+        compare_params=_params(compare, QueryDict()) if compare else None,
+    )
+
+
+_CACHE: OrderedDict[tuple[int, str, int], Skeleton] = OrderedDict()
+_CACHE_SIZE = 64
+
+
+def skeleton_of(run: Run, estimator: str) -> Skeleton:
+    """The stored skeleton, kept in a small in-process cache (keyed by the run's size, so
+    a run that grows is read again)."""
+    key = (run.pk, estimator, run.message_count)
+    found = _CACHE.get(key)
+    if found is None:
+        row = RunSkeleton.objects.filter(run=run, estimator=estimator).first()
+        if row is None:
+            raise BadQuery(f"estimator {estimator!r} has no counts for this run yet")
+        found = _CACHE[key] = from_dict(row.data)
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    _CACHE.move_to_end(key)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    state: ViewState
+    main: Simulation
+    problems: list[Problem]
+    other: Simulation | None
+
+
+def analyse(run: Run, state: ViewState) -> Analysis:
+    """Simulate the state's policy (and the compared one) on the run."""
+    sk = skeleton_of(run, state.estimator)
+    count = ESTIMATORS[state.estimator].count
+    limits = {"budget": state.budget, "hard_limit": state.hard_limit, "count": count}
+    main = simulate(sk, state.policy, state.params, **limits)
+    other = simulate(sk, state.compare, state.compare_params, **limits) if state.compare else None
+    return Analysis(state, main, detect(main), other)
+
+
+def param_controls(state: ViewState) -> list[dict[str, Any]]:
+    """The chosen policy's parameters as form controls: name, value, kind, help."""
+    out = []
+    for f in param_fields(POLICIES[state.policy].Params):
+        value = getattr(state.params, f.name)
+        kind = "bool" if isinstance(value, bool) else "text"
+        out.append({"name": f.name, "value": _text(value), "kind": kind,
+                    "default": _text(f.default if f.default is not dataclasses.MISSING else "")})
+    return out

@@ -1,0 +1,129 @@
+"""Plotly figures as plain JSON-ready dicts, drawn in the browser by plotly.js.
+
+Large runs are bucketed: with more steps than MAX_POINTS, each point is the largest
+request of its bucket (peaks are never hidden) and carries its real step number, so a
+click still opens that step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextsim.model import KINDS
+from contextsim.problems import Problem
+from contextsim.simulate import Simulation
+
+MAX_POINTS = 2_000
+
+# Okabe-Ito, a palette that stays distinct for the common forms of colour blindness.
+KIND_COLOURS = {
+    "system": "#000000",
+    "user": "#56B4E9",
+    "assistant": "#009E73",
+    "tool_call": "#0072B2",
+    "tool_result": "#999999",
+}
+DISPOSITION_COLOURS = {
+    "cleared": "#E69F00",
+    "summary": "#CC79A7",
+    "offloaded": "#F0E442",
+    "notes": "#D55E00",
+}
+SHOWN_KINDS = ("system", "user", "assistant", "tool_call", "tool_result")
+
+
+def sampled_steps(sim: Simulation, problems: list[Problem]) -> list[int]:
+    """Every step, or the largest request of each bucket plus every problem step."""
+    n = len(sim.records)
+    if n <= MAX_POINTS:
+        return list(range(n))
+    size = -(-n // MAX_POINTS)
+    chosen = {
+        max(range(start, min(start + size, n)), key=lambda k: sim.records[k].sent)
+        for start in range(0, n, size)
+    }
+    chosen |= {p.step for p in problems if p.severity != "info"}
+    return sorted(chosen)
+
+
+def composition_figure(
+    sim: Simulation, problems: list[Problem], other: Simulation | None = None
+) -> dict[str, Any]:
+    """Per step: stacked sent tokens (kept by kind, then cleared notes, summaries,
+    offload stubs, inserted notes); lines for the full history, measured usage and a
+    compared policy; the budget and hard limit; markers on problem steps."""
+    steps = sampled_steps(sim, problems)
+    records = [sim.records[k] for k in steps]
+    kept = [sim.kept_by_kind(k) for k in steps]
+    parts = [sim.composition(k) for k in steps]
+    traces: list[dict[str, Any]] = []
+    for kind in SHOWN_KINDS:
+        i = KINDS.index(kind)
+        ys = [row[i] for row in kept]
+        if any(ys):
+            traces.append(_area(f"kept: {kind.replace('_', ' ')}", steps, ys, KIND_COLOURS[kind]))
+    for key, colour in DISPOSITION_COLOURS.items():
+        ys = [p[key] for p in parts]
+        if any(ys):
+            label = {"cleared": "cleared (notes)", "offloaded": "offloaded (stubs)"}.get(key, key)
+            traces.append(_area(label, steps, ys, colour))
+    traces.append(_line("full history (none)", steps, [r.full for r in records], "#444", "dot"))
+    if any(r.measured is not None for r in records):
+        traces.append(_line("measured", steps, [r.measured for r in records], "#7B3294", "solid"))
+    if other is not None:
+        ys = [other.records[k].sent for k in steps]
+        traces.append(_line(f"sent by {other.policy}", steps, ys, "#E7298A", "dash"))
+    traces.append(_markers(sim, problems))
+    return {"data": traces, "layout": _layout(sim)}
+
+
+def _area(name: str, x: list[int], y: list[int], colour: str) -> dict[str, Any]:
+    return {
+        "type": "scatter", "mode": "lines", "name": name, "x": x, "y": y,
+        "stackgroup": "sent", "line": {"width": 0, "color": colour}, "fillcolor": colour,
+        "hovertemplate": "step %{x}: %{y:,} tokens<extra>" + name + "</extra>",
+    }
+
+
+def _line(name: str, x: list[int], y: list[int | None], colour: str, dash: str) -> dict[str, Any]:
+    return {
+        "type": "scatter", "mode": "lines", "name": name, "x": x, "y": y,
+        "line": {"color": colour, "width": 1.5, "dash": dash},
+        "hovertemplate": "step %{x}: %{y:,} tokens<extra>" + name + "</extra>",
+    }
+
+
+def _markers(sim: Simulation, problems: list[Problem]) -> dict[str, Any]:
+    shown = [p for p in problems if p.severity != "info"]
+    first: dict[int, Problem] = {}
+    for p in shown:
+        first.setdefault(p.step, p)
+    xs = sorted(first)
+    return {
+        "type": "scatter", "mode": "markers", "name": "problems", "x": xs,
+        "y": [sim.records[k].sent for k in xs],
+        "text": [f"{first[k].kind}: {first[k].detail}" for k in xs],
+        "marker": {"symbol": "x", "size": 9, "color": "#D55E00"},
+        "hovertemplate": "step %{x}<br>%{text}<extra></extra>",
+    }
+
+
+def _layout(sim: Simulation) -> dict[str, Any]:
+    hline = {"type": "line", "xref": "paper", "x0": 0, "x1": 1}
+    return {
+        "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+        "hovermode": "closest",
+        "legend": {"orientation": "h", "y": -0.15},
+        "xaxis": {"title": {"text": "request (step)"}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": "tokens"}, "rangemode": "tozero", "tickformat": ",d"},
+        "shapes": [
+            {**hline, "y0": sim.budget, "y1": sim.budget, "line": {"color": "#0072B2", "dash": "dash"}},
+            {**hline, "y0": sim.hard_limit, "y1": sim.hard_limit, "line": {"color": "#D55E00"}},
+        ],
+        "annotations": [
+            {"xref": "paper", "x": 1, "y": sim.budget, "text": f"budget {sim.budget:,}",
+             "showarrow": False, "xanchor": "right", "yanchor": "bottom"},
+            {"xref": "paper", "x": 1, "y": sim.hard_limit, "text": f"hard limit {sim.hard_limit:,}",
+             "showarrow": False, "xanchor": "right", "yanchor": "bottom"},
+        ],
+    }
