@@ -12,12 +12,16 @@ from typing import Any
 from django.http import QueryDict
 
 from contextsim.estimators import ESTIMATORS
+from contextsim.model import KINDS
 from contextsim.policies import POLICIES
 from contextsim.policies.base import changed_params, make_params, param_fields
 from contextsim.problems import Problem, detect
 from contextsim.simulate import Simulation, simulate
 from contextsim.skeleton import Skeleton, from_dict
+from webapp import trace
+from webapp.charts import composition_figure
 from webapp.models import Run, RunSkeleton
+from webapp.services.skeletons import build_skeleton
 
 DEFAULTS = {"policy": "mythex", "budget": 400_000, "hard_limit": 1_000_000, "estimator": "o200k"}
 MAX_TOKENS = 100_000_000
@@ -113,6 +117,19 @@ def read_state(query: QueryDict) -> ViewState:
     )
 
 
+def form_values(query: QueryDict) -> dict[str, str]:
+    """What the controls show: the query's values (even bad ones, so the person sees what
+    they asked for) over the defaults."""
+    values = {k: str(v) for k, v in DEFAULTS.items()}
+    values["compare"] = ""
+    values.update({k: query[k] for k in (*DEFAULTS, "compare") if k in query})
+    try:
+        values["slider_max"] = str(max(int(values["hard_limit"]), int(values["budget"])))
+    except ValueError:
+        values["slider_max"] = str(DEFAULTS["hard_limit"])
+    return values
+
+
 _CACHE: OrderedDict[tuple[int, str, int], Skeleton] = OrderedDict()
 _CACHE_SIZE = 64
 
@@ -124,9 +141,8 @@ def skeleton_of(run: Run, estimator: str) -> Skeleton:
     found = _CACHE.get(key)
     if found is None:
         row = RunSkeleton.objects.filter(run=run, estimator=estimator).first()
-        if row is None:
-            raise BadQuery(f"estimator {estimator!r} has no counts for this run yet")
-        found = _CACHE[key] = from_dict(row.data)
+        data = row.data if row is not None else build_skeleton(run, estimator)
+        found = _CACHE[key] = from_dict(data)
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     _CACHE.move_to_end(key)
@@ -157,6 +173,68 @@ def param_controls(state: ViewState) -> list[dict[str, Any]]:
     for f in param_fields(POLICIES[state.policy].Params):
         value = getattr(state.params, f.name)
         kind = "bool" if isinstance(value, bool) else "text"
-        out.append({"name": f.name, "value": _text(value), "kind": kind,
-                    "default": _text(f.default if f.default is not dataclasses.MISSING else "")})
+        out.append(
+            {
+                "name": f.name,
+                "value": _text(value),
+                "kind": kind,
+                "default": _text(f.default if f.default is not dataclasses.MISSING else ""),
+            }
+        )
     return out
+
+
+def figure(result: Analysis) -> dict[str, Any]:
+    return composition_figure(result.main, result.problems, result.other)
+
+
+def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict[str, Any]:
+    """What the step inspector shows: a page of the request's items, the composition of
+    the request, what changed since the previous one, where the cached prefix ends, and
+    the neighbouring steps and problems."""
+    sim = result.main
+    record = sim.records[step]
+    items = trace.inspect_items(run, sim, step, 0, 10**9)
+    cached_until = _cached_until(items, record.cached)
+    start = max(0, min(start, max(len(items) - INSPECT_PAGE, 0)))
+    page = trace.inspect_items(run, sim, step, start, INSPECT_PAGE)
+    later = [p.step for p in result.problems if p.step > step and p.severity != "info"]
+    kept = dict(zip(KINDS, sim.kept_by_kind(step), strict=True))
+    changes: dict[str, int] = {}
+    for item in items:
+        if item.change:
+            key = "new messages" if item.change == "new" else f"newly {_WORDS[item.disposition]}"
+            changes[key] = changes.get(key, 0) + 1
+    return {
+        "step": step,
+        "record": record,
+        "items": page,
+        "item_start": start,
+        "item_count": len(items),
+        "page_size": INSPECT_PAGE,
+        "cached_until": cached_until,
+        "composition": sim.composition(step),
+        "kept": kept,
+        "changes": changes,
+        "step_problems": [p for p in result.problems if p.step == step],
+        "previous_step": step - 1 if step > 0 else None,
+        "next_step": step + 1 if step + 1 < len(sim.records) else None,
+        "next_problem": later[0] if later else None,
+        "permalink": result.state.query(),
+    }
+
+
+_WORDS = {"k": "kept", "c": "cleared", "t": "truncated", "s": "summarized", "o": "offloaded"}
+INSPECT_PAGE = 200
+
+
+def _cached_until(items: list[trace.InspectItem], cached: int) -> int:
+    """Position of the first item not read from the prompt cache."""
+    total = 0
+    for position, item in enumerate(items):
+        if item.disposition in "ts":
+            continue
+        if total + item.tokens > cached:
+            return position
+        total += item.tokens
+    return len(items)

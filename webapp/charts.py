@@ -79,15 +79,25 @@ def composition_figure(
 
 def _area(name: str, x: list[int], y: list[int], colour: str) -> dict[str, Any]:
     return {
-        "type": "scatter", "mode": "lines", "name": name, "x": x, "y": y,
-        "stackgroup": "sent", "line": {"width": 0, "color": colour}, "fillcolor": colour,
+        "type": "scatter",
+        "mode": "lines",
+        "name": name,
+        "x": x,
+        "y": y,
+        "stackgroup": "sent",
+        "line": {"width": 0, "color": colour},
+        "fillcolor": colour,
         "hovertemplate": "step %{x}: %{y:,} tokens<extra>" + name + "</extra>",
     }
 
 
 def _line(name: str, x: list[int], y: list[int | None], colour: str, dash: str) -> dict[str, Any]:
     return {
-        "type": "scatter", "mode": "lines", "name": name, "x": x, "y": y,
+        "type": "scatter",
+        "mode": "lines",
+        "name": name,
+        "x": x,
+        "y": y,
         "line": {"color": colour, "width": 1.5, "dash": dash},
         "hovertemplate": "step %{x}: %{y:,} tokens<extra>" + name + "</extra>",
     }
@@ -100,7 +110,10 @@ def _markers(sim: Simulation, problems: list[Problem]) -> dict[str, Any]:
         first.setdefault(p.step, p)
     xs = sorted(first)
     return {
-        "type": "scatter", "mode": "markers", "name": "problems", "x": xs,
+        "type": "scatter",
+        "mode": "markers",
+        "name": "problems",
+        "x": xs,
         "y": [sim.records[k].sent for k in xs],
         "text": [f"{first[k].kind}: {first[k].detail}" for k in xs],
         "marker": {"symbol": "x", "size": 9, "color": "#D55E00"},
@@ -117,13 +130,32 @@ def _layout(sim: Simulation) -> dict[str, Any]:
         "xaxis": {"title": {"text": "request (step)"}, "rangemode": "tozero"},
         "yaxis": {"title": {"text": "tokens"}, "rangemode": "tozero", "tickformat": ",d"},
         "shapes": [
-            {**hline, "y0": sim.budget, "y1": sim.budget, "line": {"color": "#0072B2", "dash": "dash"}},
+            {
+                **hline,
+                "y0": sim.budget,
+                "y1": sim.budget,
+                "line": {"color": "#0072B2", "dash": "dash"},
+            },
             {**hline, "y0": sim.hard_limit, "y1": sim.hard_limit, "line": {"color": "#D55E00"}},
         ],
         "annotations": [
-            {"xref": "paper", "x": 1, "y": sim.budget, "text": f"budget {sim.budget:,}",
-             "showarrow": False, "xanchor": "right", "yanchor": "bottom"},
-            {"xref": "paper", "x": 1, "y": sim.hard_limit, "text": f"hard limit {sim.hard_limit:,}",
-             "showarrow": False, "xanchor": "right", "yanchor": "bottom"},
+            {
+                "xref": "paper",
+                "x": 1,
+                "y": sim.budget,
+                "text": f"budget {sim.budget:,}",
+                "showarrow": False,
+                "xanchor": "right",
+                "yanchor": "bottom",
+            },
+            {
+                "xref": "paper",
+                "x": 1,
+                "y": sim.hard_limit,
+                "text": f"hard limit {sim.hard_limit:,}",
+                "showarrow": False,
+                "xanchor": "right",
+                "yanchor": "bottom",
+            },
         ],
     }

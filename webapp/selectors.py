@@ -97,3 +97,10 @@ def request_rows(run: Run) -> list[RequestRow]:
         estimates = {name: sums[end] for name, sums in totals.items()}
         out.append(RequestRow(k, end, estimates, measured, kind, tools))
     return out
+
+
+def get_message(run: Run, index: int) -> Message:
+    message = Message.objects.filter(run=run, index=index).first()
+    if message is None:
+        raise Http404("no such message")
+    return message

@@ -1,13 +1,25 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from webapp import views
+from webapp import views, views_dashboard
 
 urlpatterns = [
     path("", views.runs_list, name="runs"),
     path("upload/", views.upload, name="upload"),
     path("imports/<str:public_id>/", views.import_status, name="import-status"),
-    path("runs/<str:public_id>/", views.run_detail, name="run"),
+    path("runs/<str:public_id>/", views_dashboard.run_dashboard, name="run"),
+    path("runs/<str:public_id>/requests/", views.run_detail, name="run-requests"),
+    path("runs/<str:public_id>/steps/<int:step>/", views_dashboard.step_inspector, name="step"),
+    path(
+        "runs/<str:public_id>/messages/<int:index>/",
+        views_dashboard.message_text,
+        name="message-text",
+    ),
+    path(
+        "runs/<str:public_id>/export.<str:kind>",
+        views_dashboard.export_records,
+        name="export",
+    ),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

@@ -71,4 +71,4 @@ def run_detail(request: HttpRequest, public_id: str) -> HttpResponse:
         "siblings": run.collection.runs.order_by("subagent", "id") if run.collection else [],
         "debug": settings.DEBUG,
     }
-    return render(request, "run.html", context)
+    return render(request, "run_requests.html", context)

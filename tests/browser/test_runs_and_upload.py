@@ -34,7 +34,8 @@ def test_upload_shows_an_inline_error_and_links_to_the_imported_runs(page, tmp_p
     page.locator(".job-done a", has_text="main").click()
     page.wait_for_url(re.compile(r"/runs/[\w-]+/$"))
     assert page.locator("h1").inner_text() == "main"
-    rows = page.locator("table.requests tbody tr")
+    page.locator("#chart[data-drawn='1']").wait_for()
+    rows = page.locator("#trace-table tbody tr")
     assert rows.count() == 2
     assert "300" in rows.nth(1).inner_text()
 

@@ -59,7 +59,12 @@ def test_message_content_is_escaped_on_every_page(alice, alice_client):
     evil["runs"][0]["title"] = "<script>alert(1)</script>"
     import_bytes(alice, "evil.json", json.dumps(evil).encode())
     run = Run.objects.get(session_id="s1")
-    for url in (reverse("runs"), reverse("run", args=[run.public_id])):
+    for url in (
+        reverse("runs"),
+        reverse("run", args=[run.public_id]),
+        reverse("run-requests", args=[run.public_id]),
+        reverse("step", args=[run.public_id, 1]),
+    ):
         page = alice_client.get(url).content.decode()
         assert "<script>alert(1)</script>" not in page
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
@@ -88,7 +93,7 @@ def test_search_and_format_filter_narrow_the_list(alice, alice_client):
 def test_run_page_lists_requests_with_every_estimator_and_measured(alice, alice_client):
     import_bytes(alice, "a.json", json.dumps(NATIVE).encode())
     run = Run.objects.get(session_id="s1")
-    page = alice_client.get(reverse("run", args=[run.public_id])).content.decode()
+    page = alice_client.get(reverse("run-requests", args=[run.public_id])).content.decode()
     for name in ("chars4", "script", "cl100k", "o200k"):
         assert f">{name}</th>" in page
     assert ">125</td>" in page and ">300</td>" in page

@@ -5,22 +5,37 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('webapp', '0001_initial'),
+        ("webapp", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RunSkeleton',
+            name="RunSkeleton",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('estimator', models.CharField(max_length=40)),
-                ('data', models.JSONField()),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='skeletons', to='webapp.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("estimator", models.CharField(max_length=40)),
+                ("data", models.JSONField()),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="skeletons",
+                        to="webapp.run",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('run', 'estimator'), name='skeleton_run_estimator')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("run", "estimator"), name="skeleton_run_estimator"
+                    )
+                ],
             },
         ),
     ]

@@ -28,3 +28,17 @@ def error_share(estimate: int, measured: int) -> str:
     if not measured:
         return ""
     return f"{(estimate - measured) / measured:+.1%}"
+
+
+@register.filter
+def share(part: int, whole: int) -> str:
+    """part / whole as a percentage: '42%'."""
+    return f"{part / whole:.0%}" if whole else "\u2013"
+
+
+NAMES = {"k": "kept", "c": "cleared", "t": "truncated", "s": "summarized", "o": "offloaded"}
+
+
+@register.filter
+def disposition_name(letter: str) -> str:
+    return NAMES.get(letter, letter)

@@ -1,0 +1,58 @@
+// Draws the composition chart from the figure JSON the server rendered, redraws it after
+// every htmx swap, opens a step on click, copies links, and navigates with the keyboard.
+(function () {
+  "use strict";
+
+  function drawChart() {
+    var box = document.getElementById("chart");
+    var data = document.getElementById("figure-data");
+    if (!box || !data || !window.Plotly) { return; }
+    var figure = JSON.parse(data.textContent);
+    window.Plotly.react(box, figure.data, figure.layout, {
+      responsive: true, displaylogo: false,
+      toImageButtonOptions: { format: "png", filename: "contextsim-composition" }
+    }).then(function () {
+      box.dataset.drawn = "1";
+      document.dispatchEvent(new CustomEvent("contextsim:chart-drawn"));
+    });
+    if (box.removeAllListeners) { box.removeAllListeners("plotly_click"); }
+    box.on("plotly_click", function (event) {
+      if (!event.points || !event.points.length) { return; }
+      var step = event.points[0].x;
+      var base = box.dataset.stepUrl.replace(/0\/$/, step + "/");
+      window.location.href = base + (box.dataset.query ? "?" + box.dataset.query : "");
+    });
+  }
+
+  function copyLinks(root) {
+    root.querySelectorAll("button.copy").forEach(function (button) {
+      button.addEventListener("click", function () {
+        var url = new URL(button.dataset.copy, window.location.href).href;
+        var done = function () { button.textContent = "copied"; };
+        if (navigator.clipboard) { navigator.clipboard.writeText(url).then(done, done); }
+        else { window.prompt("Copy this link", url); }
+      });
+    });
+  }
+
+  function keys(event) {
+    if (event.target.closest("input, select, textarea") || event.metaKey || event.ctrlKey || event.altKey) { return; }
+    var map = { "j": "next-step", "ArrowRight": "next-step", "k": "previous-step", "ArrowLeft": "previous-step", "n": "next-problem" };
+    var id = map[event.key];
+    var link = id && document.getElementById(id);
+    if (link && link.href) { event.preventDefault(); window.location.href = link.href; }
+  }
+
+  function ready() {
+    drawChart();
+    copyLinks(document);
+    document.addEventListener("keydown", keys);
+    document.body.addEventListener("htmx:afterSettle", function (event) {
+      drawChart();
+      copyLinks(event.target);
+    });
+  }
+
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", ready); }
+  else { ready(); }
+})();

@@ -1,0 +1,210 @@
+"""Rows of the trace table and items of the step inspector: simulation figures joined
+with the stored messages they describe (only the messages shown are read)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from contextsim.problems import Problem
+from contextsim.simulate import Simulation, explain
+from webapp.models import Message, Run
+
+PAGE = 100
+PREVIEW_CHARS = 600
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRow:
+    step: int
+    tools: str
+    arguments: str
+    result_tokens: int
+    sent: int
+    other_sent: int | None
+    stage: str
+    letters: dict[str, int]
+    problems: list[str]
+    measured: int | None
+    rejected: bool
+    over_budget: bool
+
+
+def _short(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def trace_rows(
+    run: Run, sim: Simulation, problems: list[Problem], page: int, other: Simulation | None
+) -> list[TraceRow]:
+    """One row per step of page `page` (0-based, PAGE rows each)."""
+    sk = sim.skeleton
+    steps = range(page * PAGE, min((page + 1) * PAGE, len(sim.records)))
+    responses = [sk.responses[k] for k in steps if sk.responses[k] is not None]
+    parts = dict(Message.objects.filter(run=run, index__in=responses).values_list("index", "parts"))
+    by_step: dict[int, list[str]] = {}
+    for p in problems:
+        by_step.setdefault(p.step, []).append(p.kind)
+    rows = []
+    for k in steps:
+        r = sim.records[k]
+        calls = [p for p in parts.get(sk.responses[k], []) if p.get("type") == "tool_call"]
+        start = sk.ends[k - 1] if k else 0
+        cleared, truncated, summarized, offloaded = sim.counts(k)
+        rows.append(
+            TraceRow(
+                step=k,
+                tools=", ".join(c["name"] for c in calls),
+                arguments=_short("; ".join(c["arguments"] for c in calls)),
+                result_tokens=sum(sk.tokens[i] for i in range(start, r.end) if sk.result_count[i]),
+                sent=r.sent,
+                other_sent=other.records[k].sent if other else None,
+                stage=r.stage,
+                letters={
+                    "cleared": cleared,
+                    "truncated": truncated,
+                    "summarized": summarized,
+                    "offloaded": offloaded,
+                },
+                problems=sorted(set(by_step.get(k, []))),
+                measured=r.measured,
+                rejected=r.rejected,
+                over_budget=r.over_budget,
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class InspectItem:
+    index: int | None
+    role: str
+    kind: str
+    disposition: str
+    tokens: int
+    original: int
+    text: str
+    truncated_text: bool
+    change: str
+
+
+def part_text(part: dict[str, Any]) -> str:
+    kind = part.get("type")
+    if kind in ("text", "thinking"):
+        return str(part.get("text", ""))
+    if kind == "tool_call":
+        return f"{part.get('name')}({part.get('arguments')})"
+    if kind == "tool_result":
+        return str(part.get("text", ""))
+    return f"[{kind} {part.get('media_type', '')}]"
+
+
+def message_text(parts: list[dict[str, Any]]) -> str:
+    return "\n\n".join(part_text(p) for p in parts)
+
+
+NOTE_TEXT = {
+    "c": "[cleared: the tool result was replaced by a short note]",
+    "o": "[offloaded: replaced by a preview and a file path]",
+}
+
+
+def inspect_items(
+    run: Run, sim: Simulation, step: int, start: int, count: int
+) -> list[InspectItem]:
+    """Items [start, start + count) of the request at `step`, with what changed since the
+    previous request."""
+    items = explain(sim, step)
+    previous = {i.index: i.disposition for i in explain(sim, step - 1)} if step else {}
+    shown = items[start : start + count]
+    wanted = [i.index for i in shown if i.index is not None]
+    parts = dict(Message.objects.filter(run=run, index__in=wanted).values_list("index", "parts"))
+    out = []
+    for item in shown:
+        if item.index is None:
+            text = (
+                "[summary of the earlier conversation]"
+                if item.kind == "summary"
+                else ("[note: earlier parts of the conversation were left out]")
+            )
+            out.append(
+                InspectItem(None, item.role, item.kind, "k", item.tokens, 0, text, False, "")
+            )
+            continue
+        full = message_text(parts.get(item.index, []))
+        before = previous.get(item.index)
+        change = (
+            "new"
+            if before is None
+            else ("" if before == item.disposition else f"{before}→{item.disposition}")
+        )
+        out.append(
+            InspectItem(
+                item.index,
+                item.role,
+                item.kind,
+                item.disposition,
+                item.tokens,
+                item.original,
+                full[:PREVIEW_CHARS],
+                len(full) > PREVIEW_CHARS,
+                change,
+            )
+        )
+    return out
+
+
+def records_csv_rows(sim: Simulation) -> list[list[Any]]:
+    head = [
+        "step",
+        "history_messages",
+        "sent",
+        "full",
+        "stage",
+        "over_budget",
+        "rejected",
+        "cached",
+        "cost_usd",
+        "measured",
+        "cleared",
+        "truncated",
+        "summarized",
+        "offloaded",
+    ]
+    rows: list[list[Any]] = [head]
+    for r in sim.records:
+        rows.append(
+            [
+                r.step,
+                r.end,
+                r.sent,
+                r.full,
+                r.stage,
+                r.over_budget,
+                r.rejected,
+                r.cached,
+                round(r.cost, 6),
+                r.measured,
+                *sim.counts(r.step),
+            ]
+        )
+    return rows
+
+
+def records_json(sim: Simulation, problems: list[Problem]) -> str:
+    head, *body = records_csv_rows(sim)
+    return json.dumps(
+        {
+            "policy": sim.policy,
+            "budget": sim.budget,
+            "hard_limit": sim.hard_limit,
+            "estimator": sim.skeleton.estimator,
+            "steps": [dict(zip(head, row, strict=True)) for row in body],
+            "problems": [
+                {"step": p.step, "kind": p.kind, "severity": p.severity, "detail": p.detail}
+                for p in problems
+            ],
+        }
+    )

@@ -1,0 +1,128 @@
+"""The run dashboard, the step inspector and exports: HTTP only, the work is in
+webapp.analysis (simulations) and webapp.trace (rows and items)."""
+
+from __future__ import annotations
+
+import csv
+
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from contextsim.estimators import ESTIMATORS
+from contextsim.policies import POLICIES
+from contextsim.problems import KINDS as PROBLEM_KINDS
+from contextsim.report import simulation_summary
+from webapp import analysis, selectors, trace
+
+
+def _context(request: HttpRequest, public_id: str) -> tuple[dict[str, object], int]:
+    run = selectors.get_run(request.user, public_id)
+    base: dict[str, object] = {
+        "run": run,
+        "policies": POLICIES,
+        "estimators": ESTIMATORS,
+        "query": request.GET,
+        "siblings": run.collection.runs.order_by("subagent", "id") if run.collection else [],
+    }
+    base["form"] = analysis.form_values(request.GET)
+    try:
+        state = analysis.read_state(request.GET)
+        result = analysis.analyse(run, state)
+    except analysis.BadQuery as exc:
+        return {**base, "error": str(exc)}, 400
+    return {**base, "state": state, "result": result}, 200
+
+
+@require_GET
+def run_dashboard(request: HttpRequest, public_id: str) -> HttpResponse:
+    context, status = _context(request, public_id)
+    if status == 200:
+        result = context["result"]
+        state = context["state"]
+        assert isinstance(result, analysis.Analysis) and isinstance(state, analysis.ViewState)
+        kind = request.GET.get("problem", "")
+        pages = -(-len(result.main.records) // trace.PAGE)
+        page = min(max(_int(request.GET.get("page"), 1), 1), max(pages, 1))
+        context.update(
+            {
+                "summary": simulation_summary(result.main, result.problems, False),
+                "other_summary": simulation_summary(result.other, [], False)
+                if result.other
+                else None,
+                "figure": analysis.figure(result),
+                "problems": [p for p in result.problems if not kind or p.kind == kind][:500],
+                "problem_kind": kind,
+                "problem_kinds": [
+                    k for k in PROBLEM_KINDS if any(p.kind == k for p in result.problems)
+                ],
+                "rows": trace.trace_rows(
+                    context["run"], result.main, result.problems, page - 1, result.other
+                ),
+                "page": page,
+                "pages": pages,
+                "params": analysis.param_controls(state),
+                "permalink": state.query(),
+            }
+        )
+    template = "run.html#analysis-response" if request.htmx else "run.html"
+    response = render(request, template, context, status=status)
+    if request.htmx and status == 200:
+        # Push the canonical URL (defaults left out), not the raw form fields.
+        query = context["permalink"]
+        response["HX-Push-Url"] = request.path + (f"?{query}" if query else "")
+    return response
+
+
+def _int(raw: str | None, default: int) -> int:
+    try:
+        return int(raw or default)
+    except ValueError:
+        return default
+
+
+@require_GET
+def step_inspector(request: HttpRequest, public_id: str, step: int) -> HttpResponse:
+    context, status = _context(request, public_id)
+    if status == 200:
+        result = context["result"]
+        assert isinstance(result, analysis.Analysis)
+        steps = len(result.main.records)
+        if not 0 <= step < steps:
+            context = {
+                **context,
+                "error": f"step {step} does not exist: this run has {steps} requests (0–{steps - 1})",
+            }
+            status = 404
+        else:
+            start = _int(request.GET.get("from"), 0)
+            context.update(analysis.inspector_context(context["run"], result, step, start))
+    return render(request, "step.html", context, status=status)
+
+
+@require_GET
+def message_text(request: HttpRequest, public_id: str, index: int) -> HttpResponse:
+    run = selectors.get_run(request.user, public_id)
+    message = selectors.get_message(run, index)
+    return render(request, "step.html#message-full", {"text": trace.message_text(message.parts)})
+
+
+@require_GET
+def export_records(request: HttpRequest, public_id: str, kind: str) -> HttpResponse:
+    if kind not in ("csv", "json"):
+        raise Http404("exports are csv or json")
+    context, status = _context(request, public_id)
+    if status != 200:
+        return JsonResponse({"error": context["error"]}, status=status)
+    result = context["result"]
+    assert isinstance(result, analysis.Analysis)
+    name = f"contextsim-{public_id}-{result.state.policy}"
+    if kind == "json":
+        response = HttpResponse(
+            trace.records_json(result.main, result.problems), content_type="application/json"
+        )
+    else:
+        response = HttpResponse(content_type="text/csv")
+        csv.writer(response).writerows(trace.records_csv_rows(result.main))
+    response["Content-Disposition"] = f'attachment; filename="{name}.{kind}"'
+    return response
