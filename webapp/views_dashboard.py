@@ -91,7 +91,8 @@ def step_inspector(request: HttpRequest, public_id: str, step: int) -> HttpRespo
         if not 0 <= step < steps:
             context = {
                 **context,
-                "error": f"step {step} does not exist: this run has {steps} requests (0–{steps - 1})",
+                "error": f"step {step} does not exist: this run has {steps} requests "
+                f"(0 to {steps - 1})",
             }
             status = 404
         else:
