@@ -9,6 +9,7 @@ urlpatterns = [
     path("imports/<str:public_id>/", views.import_status, name="import-status"),
     path("runs/<str:public_id>/", views_dashboard.run_dashboard, name="run"),
     path("runs/<str:public_id>/requests/", views.run_detail, name="run-requests"),
+    path("runs/<str:public_id>/ledger/", views_dashboard.ledger, name="ledger"),
     path("runs/<str:public_id>/steps/<int:step>/", views_dashboard.step_inspector, name="step"),
     path(
         "runs/<str:public_id>/messages/<int:index>/",

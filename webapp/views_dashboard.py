@@ -14,6 +14,7 @@ from contextsim.policies import POLICIES
 from contextsim.problems import KINDS as PROBLEM_KINDS
 from contextsim.report import simulation_summary
 from webapp import analysis, selectors, trace
+from webapp.charts import ledger_figure
 
 
 def _context(request: HttpRequest, public_id: str) -> tuple[dict[str, object], int]:
@@ -127,3 +128,15 @@ def export_records(request: HttpRequest, public_id: str, kind: str) -> HttpRespo
         csv.writer(response).writerows(trace.records_csv_rows(result.main))
     response["Content-Disposition"] = f'attachment; filename="{name}.{kind}"'
     return response
+
+
+@require_GET
+def ledger(request: HttpRequest, public_id: str) -> HttpResponse:
+    context, status = _context(request, public_id)
+    if status == 200:
+        result = context["result"]
+        assert isinstance(result, analysis.Analysis)
+        context["ledger"] = ledger_figure(result.main)
+        context["permalink"] = result.state.query()
+    template = "ledger.html#ledger" if request.htmx else "ledger.html"
+    return render(request, template, context, status=status)

@@ -24,6 +24,16 @@
     });
   }
 
+  function drawLedgers(root) {
+    if (!window.Plotly) { return; }
+    root.querySelectorAll(".ledger-chart").forEach(function (box) {
+      var data = document.getElementById(box.dataset.figure);
+      if (!data) { return; }
+      var figure = JSON.parse(data.textContent);
+      window.Plotly.react(box, figure.data, figure.layout, { responsive: true, displaylogo: false });
+    });
+  }
+
   function copyLinks(root) {
     root.querySelectorAll("button.copy").forEach(function (button) {
       button.addEventListener("click", function () {
@@ -45,10 +55,12 @@
 
   function ready() {
     drawChart();
+    drawLedgers(document);
     copyLinks(document);
     document.addEventListener("keydown", keys);
     document.body.addEventListener("htmx:afterSettle", function (event) {
       drawChart();
+      drawLedgers(document);
       copyLinks(event.target);
     });
   }

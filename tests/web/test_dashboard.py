@@ -1,0 +1,181 @@
+"""The run dashboard, its partials, the step inspector, the ledger and exports."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from tests.web.test_import_service import import_bytes
+from webapp.models import Run
+
+pytestmark = pytest.mark.django_db
+
+
+def native_run(rounds: int = 30, size: int = 4_000) -> bytes:
+    messages = [{"role": "system", "content": "be careful"}, {"role": "user", "content": "go"}]
+    for i in range(rounds):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_call",
+                        "id": f"c{i}",
+                        "name": "read_file",
+                        "arguments": {"path": f"f{i}"},
+                    }
+                ],
+                "usage": {"input_tokens": 1_000 * (i + 1)},
+            }
+        )
+        text = "<b>tag</b> " + "x" * size if i == 3 else f"{i} " + "y" * size
+        messages.append(
+            {"role": "tool", "content": [{"type": "tool_result", "call_id": f"c{i}", "text": text}]}
+        )
+    messages.append({"role": "assistant", "content": "done"})
+    return json.dumps({"contextsim": 1, "runs": [{"title": "dash", "messages": messages}]}).encode()
+
+
+@pytest.fixture
+def run(alice) -> Run:
+    import_bytes(alice, "dash.json", native_run())
+    return Run.objects.get(title="dash")
+
+
+def get(client: Client, name: str, run: Run, *args, htmx: bool = False, **query):
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    return client.get(reverse(name, args=[run.public_id, *args]), query, **headers)
+
+
+def test_dashboard_shows_chart_summary_problems_and_trace(alice_client, run):
+    response = get(alice_client, "run", run, budget=8_000, estimator="chars4")
+    page = response.content.decode()
+    assert response.status_code == 200
+    figure = json.loads(
+        page.split('id="figure-data" type="application/json">')[1].split("</script>")[0]
+    )
+    names = {t["name"] for t in figure["data"]}
+    assert {
+        "kept: tool result",
+        "cleared (notes)",
+        "full history (none)",
+        "measured",
+        "problems",
+    } <= names
+    assert [s["y0"] for s in figure["layout"]["shapes"]] == [8_000, 1_000_000]
+    assert "Rejected requests" in page and "Cached share" in page
+    assert 'class="problem-list"' in page
+    assert page.count("<tr class=") + page.count("<tr>") >= 31
+
+
+def test_control_change_returns_only_the_analysis_and_pushes_the_canonical_url(alice_client, run):
+    response = get(
+        alice_client,
+        "run",
+        run,
+        htmx=True,
+        policy="mythex",
+        budget=8000,
+        hard_limit=1000000,
+        estimator="o200k",
+        batch=4,
+        keep_fraction="0.25",
+    )
+    page = response.content.decode()
+    assert page.lstrip().startswith('<div id="analysis">')
+    assert 'id="policy-params" class="params" hx-swap-oob="true"' in page
+    assert "<html" not in page
+    assert response["HX-Push-Url"] == reverse("run", args=[run.public_id]) + "?budget=8000"
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ({"budget": "-5"}, "budget: expected between 1 and"),
+        ({"budget": "lots"}, "budget: expected a whole number of tokens, got &#x27;lots&#x27;"),
+        ({"policy": "magic"}, "policy: unknown &#x27;magic&#x27;"),
+        ({"estimator": "bytes"}, "estimator: unknown &#x27;bytes&#x27;"),
+        ({"batch": "many"}, "batch: expected int, got &#x27;many&#x27;"),
+        ({"nonsense_param": "1", "keep_fraction": "-1"}, "keep_fraction: expected a value &gt;= 0"),
+        ({"compare": "nope"}, "compare: unknown"),
+    ],
+)
+def test_bad_parameters_get_a_clear_message_not_a_500(alice_client, run, query, message):
+    for name, args in (("run", ()), ("step", (1,)), ("ledger", ())):
+        response = get(alice_client, name, run, *args, **query)
+        assert response.status_code == 400, name
+        assert message in response.content.decode(), name
+
+
+def test_budget_above_the_hard_limit_is_allowed_but_explained(alice_client, run):
+    page = get(alice_client, "run", run, budget=2_000_000).content.decode()
+    assert "is above the hard limit" in page
+
+
+def test_compare_shows_both_policies(alice_client, run):
+    page = get(alice_client, "run", run, budget=8000, compare="none").content.decode()
+    assert "sent by none" in page and "mythex vs none" in page and " vs " in page
+
+
+def test_problem_filter_and_trace_pages(alice_client, run):
+    page = get(alice_client, "run", run, budget=8000, problem="cache_break").content.decode()
+    listed = page.split('class="problem-list"')[1].split("</ul>")[0]
+    assert "cache_break" in listed and "oversized_result" not in listed
+    big = json.loads(native_run(rounds=150, size=40).decode())
+    big["runs"][0]["title"] = "long"
+    import_bytes(run.owner, "long.json", json.dumps(big).encode())
+    long_run = Run.objects.get(title="long")
+    page2 = get(alice_client, "run", long_run, page=2).content.decode()
+    assert "page 2 of 2" in page2 and ">100</a>" in page2
+
+
+def test_step_inspector_shows_the_request_and_navigation(alice_client, run):
+    page = get(alice_client, "step", run, 12, budget=8000).content.decode()
+    assert "Step 12" in page and 'id="previous-step"' in page and 'id="next-step"' in page
+    assert "cached prefix ends here" in page
+    assert "cleared" in page and "&lt;b&gt;tag&lt;/b&gt;" in page and "<b>tag</b>" not in page
+    assert get(alice_client, "step", run, 999).status_code == 404
+
+
+def test_message_text_returns_the_whole_message_escaped(alice_client, run):
+    response = get(alice_client, "message-text", run, 9, htmx=True)
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert body.startswith('<pre class="text">') and "&lt;b&gt;tag&lt;/b&gt;" in body
+    assert len(body) > 4_000
+
+
+def test_exports_csv_and_json(alice_client, run):
+    text = get(alice_client, "export", run, "csv", budget=8000).content.decode()
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0][:3] == ["step", "history_messages", "sent"] and len(rows) == 32
+    data = json.loads(get(alice_client, "export", run, "json", budget=8000).content)
+    assert data["budget"] == 8000 and len(data["steps"]) == 31 and data["problems"]
+    assert get(alice_client, "export", run, "xml").status_code == 404
+
+
+def test_ledger_partial_has_one_row_per_tool_result(alice_client, run):
+    page = get(alice_client, "ledger", run, htmx=True, budget=8000).content.decode()
+    figure = json.loads(page.split('type="application/json">')[1].split("</script>")[0])
+    (heatmap,) = figure["data"]
+    assert len(heatmap["z"]) == 30 and len(heatmap["z"][0]) == 31
+    assert 2 in {v for row in heatmap["z"] for v in row}  # something was cleared
+
+
+def test_every_view_of_a_private_run_is_404_for_others(bob, run):
+    client = Client()
+    client.force_login(bob)
+    for name, args in (
+        ("run", ()),
+        ("step", (0,)),
+        ("ledger", ()),
+        ("export", ("csv",)),
+        ("message-text", (0,)),
+        ("run-requests", ()),
+    ):
+        assert get(client, name, run, *args).status_code == 404, name
