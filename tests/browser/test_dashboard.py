@@ -1,0 +1,101 @@
+"""The dashboard in real Chromium: controls update in place and push the URL, a copied
+URL reproduces the view, chart clicks and keys open steps, two policies compare."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.web.test_dashboard import native_run
+from tests.web.test_import_service import import_bytes
+from webapp.models import Run
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def run(page):
+    from django.contrib.auth.models import User
+
+    owner, _ = User.objects.get_or_create(username="local")
+    import_bytes(owner, "dash.json", native_run())
+    return Run.objects.get(title="dash")
+
+
+def open_dashboard(page, run, query=""):
+    page.goto(f"{page.base}/runs/{run.public_id}/{query}")
+    page.locator("#chart[data-drawn='1']").wait_for()
+
+
+def cards(page):
+    return page.locator("dl.cards").inner_text()
+
+
+def test_moving_the_budget_redraws_in_place_and_the_url_reproduces_the_view(page, run, chromium):
+    open_dashboard(page, run)
+    before = cards(page)
+    page.evaluate("document.getElementById('chart').dataset.drawn = ''")
+    page.fill("input[name=budget]", "8000")
+    page.locator("input[name=budget]").dispatch_event("change")
+    page.wait_for_url(re.compile(r"\?budget=8000$"))
+    page.locator("#chart[data-drawn='1']").wait_for()
+    after = cards(page)
+    assert after != before
+    # The same URL in a fresh browser context shows the same figures.
+    other = chromium.new_context(viewport={"width": 1280, "height": 800})
+    fresh = other.new_page()
+    fresh.goto(page.url)
+    fresh.locator("#chart[data-drawn='1']").wait_for()
+    assert cards(fresh) == after
+    other.close()
+
+
+def test_clicking_a_problem_marker_opens_the_step_inspector(page, run):
+    open_dashboard(page, run, "?budget=8000")
+    marker = page.evaluate(
+        """() => {
+          const box = document.getElementById('chart');
+          box.scrollIntoView({block: 'center'});
+          const trace = box.data.findIndex(t => t.name === 'problems');
+          const step = box.data[trace].x[0];
+          const xa = box._fullLayout.xaxis, ya = box._fullLayout.yaxis;
+          const rect = box.querySelector('.nsewdrag').getBoundingClientRect();
+          return {step, x: rect.left + xa.l2p(step), y: rect.top + ya.l2p(box.data[trace].y[0])};
+        }"""
+    )
+    # Plotly picks the clicked point from the last hover: hover first, then click.
+    page.mouse.move(marker["x"], marker["y"])
+    page.wait_for_timeout(300)
+    page.mouse.click(marker["x"], marker["y"])
+    page.wait_for_url(re.compile(rf"/steps/{marker['step']}/\?budget=8000$"))
+    assert page.locator("h1").inner_text().startswith(f"Step {marker['step']}")
+
+
+def test_keys_move_between_steps_and_problems(page, run):
+    page.goto(f"{page.base}/runs/{run.public_id}/steps/5/?budget=8000")
+    page.keyboard.press("j")
+    page.wait_for_url(re.compile(r"/steps/6/"))
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_url(re.compile(r"/steps/5/"))
+    target = page.locator("#next-problem").get_attribute("href")
+    page.keyboard.press("n")
+    page.wait_for_url(re.compile(re.escape(target)))
+
+
+def test_comparing_two_policies_shows_both(page, run):
+    open_dashboard(page, run, "?budget=8000")
+    page.select_option("select[name=compare]", "none")
+    page.wait_for_url(re.compile(r"compare=none"))
+    page.locator("text=sent by none").first.wait_for()
+    assert "vs" in cards(page)
+    names = page.evaluate("document.getElementById('chart').data.map(t => t.name)")
+    assert "sent by none" in names
+
+
+def test_changing_the_policy_replaces_its_parameter_controls(page, run):
+    open_dashboard(page, run)
+    assert page.locator("#policy-params input[name=batch]").count() == 1
+    page.select_option("select[name=policy]", "turns")
+    page.wait_for_url(re.compile(r"policy=turns"))
+    page.locator("#policy-params input[name=batch]").wait_for(state="detached")
