@@ -9,10 +9,10 @@ messages or ten thousand.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
+from functools import cached_property
 from itertools import repeat
 from operator import mul, sub
-from functools import cached_property
-from collections.abc import Sequence
 
 from contextsim.model import KINDS
 from contextsim.plan import Plan, Statics

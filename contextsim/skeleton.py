@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from itertools import accumulate
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, NamedTuple
 
 from contextsim.estimators import MESSAGE_OVERHEAD, Estimator, count_message
@@ -219,8 +219,14 @@ class LangChainPiece(NamedTuple):
     @property
     def tokens(self) -> int:
         """What count_tokens_approximately gives for this message alone."""
-        text = -(-(self.content + self.other) // APPROX_CHARS_PER_TOKEN)
-        return text + APPROX_MESSAGE_TOKENS + APPROX_IMAGE_TOKENS * self.images
+        return approx_count(self.content + self.other, self.images)
+
+
+def approx_count(chars: int, images: int = 0) -> int:
+    """count_tokens_approximately of one LangChain message counting `chars` characters
+    and `images` image blocks."""
+    text = -(-chars // APPROX_CHARS_PER_TOKEN)
+    return text + APPROX_MESSAGE_TOKENS + APPROX_IMAGE_TOKENS * images
 
 
 def langchain_pieces(sk: Skeleton, i: int) -> list[LangChainPiece]:
@@ -230,7 +236,8 @@ def langchain_pieces(sk: Skeleton, i: int) -> list[LangChainPiece]:
 
 def approx_tokens(sk: Skeleton) -> list[int]:
     """Per message, count_tokens_approximately of its LangChain form."""
-    return [sum(LangChainPiece(*p).tokens for p in pieces) for pieces in sk.langchain]
+    # Raw tuples (type, content, other, last_line, images, call): this runs per message.
+    return [sum(approx_count(p[1] + p[2], p[4]) for p in pieces) for pieces in sk.langchain]
 
 
 def langchain_form(
@@ -360,6 +367,10 @@ def from_dict(data: dict[str, object]) -> Skeleton:
         if name == "usage":
             value = tuple(None if u is None else Usage(*u) for u in value)  # type: ignore[attr-defined]
         elif isinstance(value, list):
-            value = tuple(value)
+            value = _tuples(value)
         values[name] = value
     return Skeleton(**values)  # type: ignore[arg-type]
+
+
+def _tuples(value: object) -> object:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value

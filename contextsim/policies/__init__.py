@@ -7,6 +7,9 @@ parameters whose defaults are the real system's, and a docstring citing its sour
 from __future__ import annotations
 
 from contextsim.policies.base import Policy
+from contextsim.policies.deepagents import DeepAgentsPolicy
+from contextsim.policies.editing import AnthropicClearPolicy
+from contextsim.policies.langchain import LangChainClearPolicy, LangChainTrimPolicy
 from contextsim.policies.seed import MythexPolicy, NonePolicy, TurnsPolicy
 
 POLICIES: dict[str, Policy] = {
@@ -15,5 +18,9 @@ POLICIES: dict[str, Policy] = {
         NonePolicy(),
         TurnsPolicy(),
         MythexPolicy(),
+        DeepAgentsPolicy(),
+        AnthropicClearPolicy(),
+        LangChainClearPolicy(),
+        LangChainTrimPolicy(),
     )
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from contextsim import model as core
 from contextsim import skeleton
-from contextsim.estimators import ESTIMATORS, content_key, count_all
+from contextsim.estimators import ESTIMATORS, Estimator, content_key, count_message
 from contextsim.formats import FormatError, ParsedFile, parse_stream
 from contextsim.formats.native import part_to_dict
 from webapp.models import Collection, ImportJob, Message, Run, RunSkeleton, Upload, Visibility
@@ -83,11 +83,19 @@ def save_parsed(
     upload: Upload | None = None,
     visibility: str = Visibility.PRIVATE,
     demo_key: str = "",
+    estimators: Sequence[str] | None = None,
 ) -> list[Run]:
     """Save every run of `parsed`, grouping a main session and its subagents into a
-    collection. All or nothing."""
+    collection. All or nothing. `estimators` limits the counting (default: all)."""
     saved = [
-        save_run(run, owner=owner, upload=upload, visibility=visibility, demo_key=demo_key)
+        save_run(
+            run,
+            owner=owner,
+            upload=upload,
+            visibility=visibility,
+            demo_key=demo_key,
+            estimators=estimators,
+        )
         for run in parsed.runs
     ]
     for group in _groups(saved):
@@ -117,9 +125,11 @@ def save_run(
     upload: Upload | None = None,
     visibility: str = Visibility.PRIVATE,
     demo_key: str = "",
+    estimators: Sequence[str] | None = None,
 ) -> Run:
     """Save one core run and its messages, counting each message's tokens once per
-    estimator."""
+    estimator (all registered ones unless `estimators` names some)."""
+    chosen = {n: ESTIMATORS[n] for n in (estimators or ESTIMATORS)}
     measured = [m.usage.context for m in run.messages if m.usage is not None]
     stored = Run.objects.create(
         owner=owner,
@@ -144,7 +154,7 @@ def save_run(
     )
     batch: list[Message] = []
     for index, message in enumerate(run.messages):
-        batch.append(_message_row(stored, index, message))
+        batch.append(_message_row(stored, index, message, chosen))
         if len(batch) >= BATCH:
             Message.objects.bulk_create(batch)
             batch = []
@@ -153,12 +163,14 @@ def save_run(
         RunSkeleton(
             run=stored, estimator=name, data=_storable(skeleton.to_dict(skeleton.build(run, est)))
         )
-        for name, est in ESTIMATORS.items()
+        for name, est in chosen.items()
     )
     return stored
 
 
-def _message_row(run: Run, index: int, message: core.Message) -> Message:
+def _message_row(
+    run: Run, index: int, message: core.Message, estimators: dict[str, Estimator]
+) -> Message:
     usage = message.usage
     return Message(
         run=run,
@@ -169,7 +181,7 @@ def _message_row(run: Run, index: int, message: core.Message) -> Message:
         compact_summary=message.compact_summary,
         tool_names=", ".join(c.name for c in message.tool_calls)[:500],
         content_hash=content_key(message),
-        counts=count_all(message),
+        counts={name: count_message(message, est) for name, est in estimators.items()},
         usage_input=usage.input_tokens if usage else None,
         usage_cache_read=usage.cache_read if usage else None,
         usage_cache_write=usage.cache_write if usage else None,

@@ -1,0 +1,172 @@
+"""Suite `dashboard`: server time and page weight of the run dashboard on a generated
+10,000-step run, and the time until headless Chromium has drawn the chart.
+
+The run is imported once into a throwaway SQLite database (counted with `chars4` only,
+so the import takes seconds; the dashboard is queried with that estimator). Server
+times come from the Django test client: 20 requests each for the full page and for a
+control change (an htmx request with another budget), p50 and p95.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from bench.report import Figure
+from bench.synthetic import long_run
+
+ROOT = Path(__file__).resolve().parent.parent
+STEPS = 10_000
+REQUESTS = 20
+CHROMIUM = os.environ.get("CONTEXTSIM_CHROMIUM", "/usr/bin/chromium")
+
+
+def _say(text: str) -> None:
+    print(f"  {text}", file=sys.stderr, flush=True)
+
+
+def _setup(data_dir: str) -> str:
+    """Django on a fresh SQLite database holding the generated run; returns its id."""
+    os.environ["CONTEXTSIM_DATA_DIR"] = data_dir
+    os.environ.pop("DATABASE_URL", None)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from contextsim.formats import ParsedFile
+    from webapp.models import Visibility
+    from webapp.services.imports import save_parsed
+
+    call_command("migrate", verbosity=0)
+    started = time.perf_counter()
+    run = long_run(STEPS)
+    (stored,) = save_parsed(
+        ParsedFile("native", (run,)),
+        owner=None,
+        visibility=Visibility.PUBLIC,
+        estimators=("chars4",),
+    )
+    _say(f"imported {stored.message_count:,} messages in {time.perf_counter() - started:.0f} s")
+    return str(stored.public_id)
+
+
+def _percentiles(times: list[float]) -> tuple[float, float]:
+    ordered = sorted(times)
+    return statistics.median(ordered), ordered[max(0, round(0.95 * len(ordered)) - 1)]
+
+
+def _server_figures(public_id: str) -> tuple[list[Figure], int]:
+    from django.test import Client
+
+    client = Client(SERVER_NAME="localhost")
+    url = f"/runs/{public_id}/"
+    base = {"estimator": "chars4"}
+    client.get(url, base)  # warm the skeleton cache, as any second visitor would find it
+    page_times, change_times = [], []
+    weight = 0
+    for i in range(REQUESTS):
+        started = time.perf_counter()
+        response = client.get(url, base)
+        page_times.append(time.perf_counter() - started)
+        assert response.status_code == 200, response.content[:500]
+        weight = len(response.content)
+        started = time.perf_counter()
+        change = client.get(
+            url, {**base, "budget": str(200_000 + 10_000 * i)}, HTTP_HX_REQUEST="true"
+        )
+        change_times.append(time.perf_counter() - started)
+        assert change.status_code == 200, change.content[:500]
+    page50, page95 = _percentiles(page_times)
+    change50, change95 = _percentiles(change_times)
+    return [
+        Figure("dashboard page p50", page50, "s"),
+        Figure("dashboard page p95", page95, "s"),
+        Figure("control change p50", change50, "s"),
+        Figure("control change p95", change95, "s", ("<=", 0.15)),
+        Figure("page weight (HTML + figure JSON)", weight / 1e6, "MB", ("<=", 1.5)),
+    ], weight
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _chart_figure(public_id: str, data_dir: str) -> Figure:
+    name = "chart drawn after navigation (Chromium)"
+    if not Path(CHROMIUM).exists():
+        return Figure(name, None, "s", ("<=", 2.0), f"Chromium not found at {CHROMIUM}")
+    port = _free_port()
+    env = {**os.environ, "CONTEXTSIM_DATA_DIR": data_dir}
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--port", str(port), "--no-demo", "--no-worker"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/runs/{public_id}/?estimator=chars4"
+        _wait(url)
+        return Figure(name, _draw_time(url), "s", ("<=", 2.0))
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def _wait(url: str) -> None:
+    for _ in range(120):
+        try:
+            urllib.request.urlopen(url, timeout=5).read()
+            return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError(f"the server did not answer at {url}")
+
+
+def _draw_time(url: str) -> float:
+    from playwright.sync_api import sync_playwright
+
+    args = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ]
+    times: list[float] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=args)
+        for _ in range(3):
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            started = time.perf_counter()
+            page.goto(url)
+            page.wait_for_selector("#chart[data-drawn='1']", timeout=30_000)
+            times.append(time.perf_counter() - started)
+            page.close()
+        browser.close()
+    return min(times[1:])  # the first load also fills the browser's cache of plotly.js
+
+
+def run() -> list[Figure]:
+    data_dir = tempfile.mkdtemp(prefix="contextsim-bench-")
+    try:
+        public_id = _setup(data_dir)
+        figures, _ = _server_figures(public_id)
+        figures.append(_chart_figure(public_id, data_dir))
+        return figures
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)

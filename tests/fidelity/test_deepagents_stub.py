@@ -1,0 +1,355 @@
+"""Fidelity of `deepagents` to LangChain Deep Agents 0.7.32.
+
+Three layers:
+1. Against the package itself, when it is importable (it is not a test dependency:
+   deepagents==0.7.32 requires langchain-google-genai, whose google-genai pins
+   tenacity<9.2, a downgrade of this environment): our stub renderer gives the very
+   text the middleware writes, and our constants are the package's.
+2. Always: the stub rules read from the 0.7.32 source (_message_eviction,
+   backends.utils) and the size the policy counts for a stub, which comes from the
+   skeleton (no text, no line counts) and so is close to, not equal to, the stub's.
+3. Always: summarization decisions against langchain 1.5.2's SummarizationMiddleware
+   (which Deep Agents delegates trigger and cut to) on seeded random runs, with the
+   package's glue around it (effective messages = summary + messages from the cut).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from functools import partial
+from typing import Any
+
+import pytest
+from langchain.agents.middleware.summarization import SummarizationMiddleware
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+
+from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart
+from contextsim.policies.base import Context
+from contextsim.policies.deepagents import (
+    CALL_ID,
+    EXEMPT_TOOLS,
+    HUMAN_PATH,
+    SESSION_PATH,
+    SUMMARY,
+    SUMMARY_CHARS,
+    DeepAgentsParams,
+    DeepAgentsPlanner,
+    render_human_stub,
+    render_tool_stub,
+)
+from contextsim.skeleton import build
+
+RNG_ALPHABET = "abc def ghi jkl\tёжи 上下文 😀"
+
+
+def _text(rng: random.Random, lines: int, width: int) -> str:
+    return "\n".join(
+        "".join(rng.choice(RNG_ALPHABET) for _ in range(rng.randint(0, width)))
+        for _ in range(lines)
+    )
+
+
+def _texts() -> list[str]:
+    """Results of few and many lines, short and long (some over 1000 characters)."""
+    rng = random.Random(5)
+    shapes = [(0, 0), (1, 5), (3, 1200), (10, 80), (11, 80), (12, 2000), (99, 40), (1002, 9)]
+    out = [_text(rng, lines, width) for lines, width in shapes]
+    return [*out, "a\r\nb\rc\x0bd\x1ce\u2028f\n" * 4, "\n\n\n", "end\n" * 30]
+
+
+IDS = ("call_1", "toolu_01A09q90qw90lq917835lq9", "c" * 32, "d" * 40, "x.y/z\\w")
+
+
+# --- 1. Against the package, when importable ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def deepagents() -> Any:
+    return pytest.importorskip("deepagents", reason="deepagents==0.7.32 not installed")
+
+
+def test_tool_stub_is_the_text_deepagents_renders(deepagents):
+    from deepagents.backends.utils import sanitize_tool_call_id
+    from deepagents.middleware._message_eviction import _render_too_large_tool_msg
+
+    for text in _texts():
+        for call_id in IDS:
+            path = f"/large_tool_results/{sanitize_tool_call_id(call_id)}"
+            real = _render_too_large_tool_msg(
+                tool_call_id=call_id, file_path=path, content_str=text
+            )
+            assert render_tool_stub(text, call_id) == real
+
+
+def test_human_stub_and_summary_are_the_texts_deepagents_renders(deepagents):
+    from deepagents.middleware.filesystem import _build_truncated_human_message
+    from deepagents.middleware.summarization import SummarizationMiddleware as DeepSummary
+
+    for text in _texts():
+        real = _build_truncated_human_message(HumanMessage(text), HUMAN_PATH).content
+        assert render_human_stub(text, HUMAN_PATH) == real
+    built = DeepSummary._build_new_messages_with_path(None, "the summary", SESSION_PATH)
+    assert built[0].content == SUMMARY.format(path=SESSION_PATH, summary="the summary")
+
+
+def test_constants_are_the_packages(deepagents):
+    import inspect
+
+    from deepagents.middleware import filesystem
+    from deepagents.middleware.summarization import compute_summarization_defaults
+
+    assert deepagents.__version__ == "0.7.32"
+    assert filesystem.TOOLS_EXCLUDED_FROM_EVICTION == EXEMPT_TOOLS
+    assert filesystem.NUM_CHARS_PER_TOKEN == 4
+    init = inspect.signature(filesystem.FilesystemMiddleware.__init__).parameters
+    p = DeepAgentsParams()
+    assert init["tool_token_limit_before_evict"].default == p.tool_token_limit
+    assert init["human_message_token_limit_before_evict"].default == p.human_token_limit
+    with_profile = GenericFakeChatModel(messages=iter(()), profile={"max_input_tokens": 1})
+    assert compute_summarization_defaults(with_profile)["trigger"] == ("fraction", 0.85)
+    assert compute_summarization_defaults(with_profile)["keep"] == ("fraction", 0.10)
+    without = compute_summarization_defaults(GenericFakeChatModel(messages=iter(())))
+    assert (without["trigger"], without["keep"]) == (("tokens", 170_000), ("messages", 6))
+
+
+# --- 2. The rules, and the size the policy counts ---------------------------------------
+
+
+def test_stub_rules_of_0_7_32():
+    lines = [f"line {k}" for k in range(30)]
+    stub = render_tool_stub("\n".join(lines), "call_7")
+    assert stub.startswith(
+        "Tool result too large, the result of this tool call call_7 was saved in the "
+        "filesystem at this path: /large_tool_results/call_7\n"
+    )
+    assert "1  line 0\n2  line 1\n3  line 2\n4  line 3\n5  line 4\n" in stub
+    assert "\n... [20 lines truncated] ...\n26  line 25\n" in stub and stub.endswith(
+        "30  line 29\n"
+    )
+    assert "preview showing the head and tail of the result (lines of the form" in stub
+    short = render_tool_stub("x" * 1500 + "\nshort", "a.b/" + "c" * 40)
+    assert "\n1  " + "x" * 1000 + "\n2  short\n" in short and "x" * 1001 not in short
+    assert "Here is a preview of the result (the output contains lines longer than 1000" in short
+    assert "call a.b/" + "c" * 28 + "... was saved" in short  # ids over 32 are cut when shown
+    assert "/large_tool_results/a_b_" + "c" * 40 + "\n" in short  # but whole in the path
+
+
+def _stub_sizes(text: str, estimator: str) -> tuple[int, int]:
+    """(tokens the policy counts for the stub of `text`, tokens of the real stub)."""
+    est = ESTIMATORS[estimator]
+    messages = (
+        Message("user", (TextPart("go"),)),
+        Message("assistant", (ToolCallPart(CALL_ID, "fetch", "{}"),)),
+        Message("tool", (ToolResultPart(CALL_ID, text),)),
+        Message("assistant", (TextPart("done"),)),
+    )
+    sk = build(Run("r", messages), est)
+    planner = DeepAgentsPlanner(Context(sk, 10**6, 10**6, est.count), DeepAgentsParams())
+    assert planner.statics.offloaded[2]
+    real = MESSAGE_OVERHEAD + est.count(render_tool_stub(text, CALL_ID))
+    return planner.statics.offload_tokens[2], real
+
+
+@pytest.mark.parametrize("estimator", ["chars4", "script", "o200k"])
+@pytest.mark.parametrize(("lines", "width"), [(3_000, 80), (1_500, 160), (40_000, 6), (200, 900)])
+def test_counted_stub_is_within_a_few_tokens_when_lines_fit_the_preview(estimator, lines, width):
+    # The skeleton's preview has the lines but not their numbers or the marker's count:
+    # the policy assumes 1,000 lines, so only the gutters and the marker can differ.
+    rng = random.Random(lines)
+    text = _text(rng, lines, width)
+    ours, real = _stub_sizes(text, estimator)
+    assert abs(ours - real) <= 6, (ours, real)
+
+
+@pytest.mark.parametrize("estimator", ["chars4", "o200k"])
+def test_counted_stub_of_few_long_lines_assumes_one_line(estimator):
+    one, real_one = _stub_sizes("y" * 90_000, estimator)
+    assert abs(one - real_one) <= 2  # exact up to rounding: one line of 1,000 shown
+    three, real_three = _stub_sizes("\n".join(["y" * 30_000] * 3), estimator)
+    # Every line is clipped to 1,000 characters, and the policy counts only one of them.
+    assert abs(three - one) <= 2 and three < real_three
+
+
+# --- 3. Summarization decisions against langchain's middleware ---------------------------
+
+TOOLS = ("fetch", "bash", "read_file", "search")
+ID_WIDTH = len(CALL_ID)
+"""Call ids as long as the policy's stand-in, so offloaded stubs have its exact size."""
+
+
+def _run(rng: random.Random) -> list[Message]:
+    """A seeded run. Offloadable results are one long line and big human messages 1,000
+    lines of 100 characters: the shapes whose stub size the skeleton pins down exactly."""
+    messages = [Message("system", (TextPart("s" * rng.randint(0, 3_000)),))]
+    messages.append(Message("user", (TextPart("u" * rng.randint(1, 2_000)),)))
+    calls = 0
+    for _ in range(rng.randint(5, 45)):
+        if rng.random() < 0.1:
+            messages.append(Message("assistant", (TextPart("a" * rng.randint(1, 300)),)))
+            text = "\n".join(["h" * 100] * 1000) if rng.random() < 0.3 else "q" * 500
+            messages.append(Message("user", (TextPart(text),)))
+        ids = [f"{calls + j:0{ID_WIDTH}d}" for j in range(rng.choice((1, 1, 1, 2, 3)))]
+        calls += len(ids)
+        names = [rng.choice(TOOLS) for _ in ids]
+        args = '{"path": "' + "p" * rng.randint(0, 60) + '"}'
+        calls_part = tuple(ToolCallPart(i, n, args) for i, n in zip(ids, names, strict=True))
+        messages.append(Message("assistant", (TextPart("t" * rng.randint(0, 200)), *calls_part)))
+        for i in ids:
+            big = rng.random() < 0.1
+            text = "b" * rng.randint(9_000, 20_000) if big else _text(rng, 20, 60)
+            messages.append(Message("tool", (ToolResultPart(i, text),)))
+    return messages
+
+
+def _langchain(messages: list[Message], offloaded: list[bool]) -> list[BaseMessage]:
+    """One LangChain message per message; offloaded ones carry the real stub."""
+    names: dict[str, str] = {}
+    out: list[BaseMessage] = []
+    for m, off in zip(messages, offloaded, strict=True):
+        if m.role == "system":
+            out.append(SystemMessage(m.text))
+        elif m.role == "assistant":
+            calls = [
+                {"name": c.name, "args": json.loads(c.arguments), "id": c.id} for c in m.tool_calls
+            ]
+            names.update((c.id, c.name) for c in m.tool_calls)
+            out.append(AIMessage(m.text, tool_calls=calls))
+        elif m.role == "tool":
+            r = m.tool_results[0]
+            text = render_tool_stub(r.text, r.call_id) if off else r.text
+            out.append(ToolMessage(text, tool_call_id=r.call_id, name=names[r.call_id]))
+        else:
+            out.append(HumanMessage(render_human_stub(m.text) if off else m.text))
+    return out
+
+
+def _middleware(p: DeepAgentsParams, window: int) -> SummarizationMiddleware[Any, Any, Any]:
+    counter = partial(count_tokens_approximately, chars_per_token=p.chars_per_token)
+    if p.profile:
+        model = GenericFakeChatModel(messages=iter(()), profile={"max_input_tokens": window})
+        return SummarizationMiddleware(
+            model, trigger=("fraction", p.trigger_fraction), keep=("fraction", p.keep_fraction),
+            token_counter=counter,
+        )  # fmt: skip
+    return SummarizationMiddleware(
+        GenericFakeChatModel(messages=iter(())), trigger=("tokens", p.fallback_trigger),
+        keep=("messages", p.fallback_keep_messages), token_counter=counter,
+    )  # fmt: skip
+
+
+def _real_boundaries(messages: list[Message], p: DeepAgentsParams, window: int, planner: Any):
+    """Deep Agents' loop: effective messages, one count, trigger, cut, state cutoff."""
+    lc = _langchain(messages, planner.statics.offloaded)
+    mw = _middleware(p, window)
+    sys_end = planner.sys_end
+    chars = SUMMARY_CHARS * p.summary_tokens
+    summary = HumanMessage(SUMMARY.format(path=SESSION_PATH, summary="z" * chars))
+    cutoff: int | None = None
+    out = []
+    for end in planner.sk.ends:
+        conv = lc[sys_end:end]
+        eff = conv if cutoff is None else [summary, *conv[cutoff:]]
+        total = mw.token_counter([*lc[:sys_end], *eff])
+        budget = max(0, int(window * 0.95) - p.max_output)
+        if mw._should_summarize(eff, total) or (p.profile and total > budget):
+            cut = mw._determine_cutoff_index(eff)
+            if cut > 0:
+                cutoff = cut if cutoff is None else cutoff + cut - 1
+        out.append(None if cutoff is None else sys_end + cutoff)
+    return out
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_summary_boundaries_match_langchains_middleware(chunk):
+    acted = 0
+    for seed in range(chunk * 30, chunk * 30 + 30):
+        rng = random.Random(seed)
+        messages = _run(rng)
+        window = rng.randint(3_000, 40_000)
+        p = DeepAgentsParams(
+            window=window,
+            profile=rng.random() < 0.7,
+            max_output=rng.choice((0, 0, 1_000, 4_000)),
+            chars_per_token=rng.choice((3.3, 4.0)),
+            fallback_trigger=window,
+            tool_token_limit=rng.choice((2_000, None)),
+            human_token_limit=rng.choice((20_000, None)),
+            summary_tokens=rng.randint(50, 1_500),
+        )
+        sk = build(Run(f"seed {seed}", tuple(messages)), ESTIMATORS["chars4"])
+        planner = DeepAgentsPlanner(Context(sk, 10**9, 10**9, ESTIMATORS["chars4"].count), p)
+        expected = _real_boundaries(messages, p, window, planner)
+        got = [plan.gap_end or None for plan in map(planner.plan, sk.ends)]
+        assert got == expected, seed
+        acted += any(expected)
+    assert acted >= 10  # the runs do reach the trigger
+
+
+def test_the_real_middleware_makes_the_same_cuts(deepagents, tmp_path):
+    """Where deepagents is installed: its own wrap_model_call, request after request."""
+    from deepagents.backends import FilesystemBackend
+    from deepagents.middleware.summarization import SummarizationMiddleware as DeepSummary
+    from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest
+    from langchain.agents.middleware.types import ModelResponse as Response
+
+    acted = 0
+    for seed in range(40):
+        rng = random.Random(1_000 + seed)
+        messages = _run(rng)
+        window = rng.randint(15_000, 40_000)
+        p = DeepAgentsParams(
+            window=window,
+            max_output=rng.choice((0, 1_000)),
+            chars_per_token=rng.choice((3.3, 4.0)),
+            tool_token_limit=rng.choice((2_000, None)),
+            human_token_limit=rng.choice((20_000, None)),
+            summary_tokens=rng.randint(50, 1_000),
+        )
+        sk = build(Run(f"seed {seed}", tuple(messages)), ESTIMATORS["chars4"])
+        planner = DeepAgentsPlanner(Context(sk, 10**9, 10**9, ESTIMATORS["chars4"].count), p)
+        lc = _langchain(messages, planner.statics.offloaded)
+        model = GenericFakeChatModel(messages=iter(()), profile={"max_input_tokens": window})
+        summary = "z" * (SUMMARY_CHARS * p.summary_tokens)
+        middleware = DeepSummary(
+            model=model,
+            backend=FilesystemBackend(root_dir=tmp_path / str(seed)),
+            trigger=("fraction", p.trigger_fraction),
+            keep=("fraction", p.keep_fraction),
+            token_counter=partial(count_tokens_approximately, chars_per_token=p.chars_per_token),
+            trim_tokens_to_summarize=None,
+            summarizer=lambda _messages, text=summary: text,
+        )
+        state: dict[str, Any] = {}
+        for end in sk.ends:
+            state["messages"] = lc[1:end]
+            request = ModelRequest(
+                model=model,
+                messages=lc[1:end],
+                system_message=lc[0],
+                state=state,  # type: ignore[arg-type]
+                model_settings={"max_tokens": p.max_output},
+            )
+            try:
+                out = middleware.wrap_model_call(
+                    request, lambda _r: Response(result=[AIMessage("")])
+                )
+            except ContextOverflowError:
+                break  # still over the input budget once summarized: the run stops here
+            if isinstance(out, ExtendedModelResponse) and out.command.update:
+                state.update({k: v for k, v in out.command.update.items() if k != "messages"})
+            event = state.get("_summarization_event")
+            expected = None if event is None else 1 + event["cutoff_index"]
+            assert (planner.plan(end).gap_end or None) == expected, (seed, end)
+        acted += "_summarization_event" in state
+    assert acted >= 10
