@@ -12,7 +12,7 @@ import bisect
 from collections.abc import Sequence
 from functools import cached_property
 from itertools import repeat
-from operator import mul, sub
+from operator import eq, mul, sub
 
 from contextsim.model import KINDS
 from contextsim.plan import Plan, Statics
@@ -22,11 +22,9 @@ NKINDS = len(KINDS)
 
 
 def _by_kind(tokens: Sequence[int], kinds: Sequence[int], mask: Sequence[bool]) -> list[list[int]]:
+    masked = list(map(mul, tokens, mask))
     return [
-        prefix_sums(
-            [t if k == kind and f else 0 for t, k, f in zip(tokens, kinds, mask, strict=True)]
-        )
-        for kind in range(NKINDS)
+        prefix_sums(list(map(mul, masked, map(eq, kinds, repeat(kind))))) for kind in range(NKINDS)
     ]
 
 
@@ -172,12 +170,17 @@ class Accountant:
     def kept_by_kind(self, plan: Plan) -> tuple[int, ...]:
         """Tokens of kept (unchanged) messages sent, per kind (model.KINDS order)."""
         cb = plan.clear_before
+        ranges = self.ranges(plan)
         out = []
         for raw, cleared, off in zip(self.kind_raw, self.kind_cleared, self.kind_off, strict=True):
             total = 0
-            for a, b in self.ranges(plan):
-                c_hi = max(min(b, cb), a)
-                total += raw[b] - raw[a] - (cleared[c_hi] - cleared[a]) - (off[b] - off[a])
+            for a, b in ranges:
+                total += raw[b] - raw[a]
+                if cleared[-1]:  # most kinds are never cleared: skip their lookups
+                    c_hi = b if b < cb else (cb if cb > a else a)
+                    total -= cleared[c_hi] - cleared[a]
+                if off[-1]:
+                    total -= off[b] - off[a]
             out.append(total)
         return tuple(out)
 

@@ -13,7 +13,8 @@ from contextsim.model import KINDS
 from contextsim.problems import Problem
 from contextsim.simulate import Simulation
 
-MAX_POINTS = 2_000
+MAX_POINTS = 1_200
+MAX_MARKED = 300
 
 # Okabe-Ito, a palette that stays distinct for the common forms of colour blindness.
 KIND_COLOURS = {
@@ -42,7 +43,9 @@ def sampled_steps(sim: Simulation, problems: list[Problem]) -> list[int]:
         max(range(start, min(start + size, n)), key=lambda k: sim.records[k].sent)
         for start in range(0, n, size)
     }
-    chosen |= {p.step for p in problems if p.severity != "info"}
+    # Problem steps are shown exactly (the markers sit on them), the most severe first.
+    marked = sorted((p for p in problems if p.severity != "info"), key=lambda p: p.severity)
+    chosen |= {p.step for p in marked[:MAX_MARKED]}
     return sorted(chosen)
 
 

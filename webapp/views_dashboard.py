@@ -17,6 +17,10 @@ from webapp import analysis, selectors, trace
 from webapp.charts import ledger_figure
 
 
+PROBLEMS = 100
+"""Problems listed at once; the filter by kind reaches the others."""
+
+
 def _context(request: HttpRequest, public_id: str) -> tuple[dict[str, object], int]:
     run = selectors.get_run(request.user, public_id)
     base: dict[str, object] = {
@@ -52,7 +56,7 @@ def run_dashboard(request: HttpRequest, public_id: str) -> HttpResponse:
                 if result.other
                 else None,
                 "figure": analysis.figure(result),
-                "problems": [p for p in result.problems if not kind or p.kind == kind][:500],
+                "problems": [p for p in result.problems if not kind or p.kind == kind][:PROBLEMS],
                 "problem_kind": kind,
                 "problem_kinds": [
                     k for k in PROBLEM_KINDS if any(p.kind == k for p in result.problems)

@@ -48,10 +48,14 @@ def violations(sk: Skeleton, candidates: Sequence[int]) -> list[int]:
             x = nxt[x]
         return x
 
+    size = len(candidates)
     for j, call in enumerate(sk.answers):
         if call < 0:
             continue
-        x = find(bisect.bisect_right(candidates, call))
+        x = bisect.bisect_right(candidates, call)
+        if x >= size or candidates[x] > j:
+            continue  # the usual case: no candidate between a call and its result
+        x = find(x)
         while x < len(candidates) and candidates[x] <= j:
             out[x] = j
             nxt[x] = x + 1
