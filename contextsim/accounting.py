@@ -212,14 +212,18 @@ class Accountant:
     def cached(self, before: Plan, after: Plan) -> int:
         """Tokens at the start of request `after` identical to request `before` (same
         messages, dispositions and notes): what a prompt cache can reuse."""
-        if before.clear_before == after.clear_before and (
-            before.gap_start,
-            before.gap_end,
-            before.gap_note,
-            before.gap_kind,
-        ) == (after.gap_start, after.gap_end, after.gap_note, after.gap_kind):
+        # Plan fields 1-5: gap_start, gap_end, gap_kind, gap_note, clear_before.
+        if before[1:6] == after[1:6]:
             # The common case: the request only grew.
             return self.prefix(after, before.end)
+        if (
+            before.clear_before == after.clear_before
+            and before[3:5] == after[3:5]
+            and before.gap_start == after.gap_start < after.gap_end
+            and before.gap_start < before.gap_end
+        ):
+            # A moving cut: the head and the note are still shared.
+            return self.span(0, after.gap_start, after.clear_before) + after.gap_note
         change = self._first_clear_change(before, after)
         gb, ga = _gap(before), _gap(after)
         if gb == ga:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from contextsim.accounting import Accountant
-from contextsim.costs import PRESETS, Prices, request_cost
+from contextsim.costs import PRESETS, Prices
 from contextsim.estimators import MESSAGE_OVERHEAD, Estimator
 from contextsim.model import Run
 from contextsim.policies import POLICIES
@@ -102,6 +102,11 @@ def simulate(
     previous: Plan | None = None
     tokens, responses, usages = sk.tokens, sk.responses, sk.usage
     sent_of, cached_of, raw = acct.sent, acct.cached, acct.raw
+    # request_cost, unrolled: it runs once per request of every configuration.
+    write = prices.cache_write if prices.writes_cache else 1.0
+    new_price = prices.input * write / 1e6
+    read_price = prices.input * prices.cache_read / 1e6
+    out_price = prices.output / 1e6
     for k, end in enumerate(sk.ends):
         plan = planner.plan(end)
         sent = sent_of(plan)
@@ -119,7 +124,7 @@ def simulate(
                 sent > budget,
                 sent > hard_limit,
                 cached,
-                request_cost(prices, sent, cached, output),
+                (sent - cached) * new_price + cached * read_price + output * out_price,
                 None if usage is None else usage.context,
                 plan,
             )

@@ -9,6 +9,7 @@ break it, which keeps request k a function of the messages before it alone.
 from __future__ import annotations
 
 import bisect
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 from contextsim.accounting import Accountant
@@ -73,20 +74,24 @@ class Cuts:
         self.h = [acct.h[c] for c in candidates]
         self.acct = acct
 
-    def fitting(self, end: int, cb: int, room: int) -> int | None:
+    def fitting(self, end: int, cb: int, room: int, total: int | None = None) -> int | None:
         """The smallest safe candidate c < end whose tail [c, end) costs at most `room`
-        tokens (clearable messages before cb cleared), or None."""
-        acct = self.acct
-        hi = bisect.bisect_left(self.c, end)
+        tokens (clearable messages before cb cleared), or None. `total` is the sent size
+        of [0, end) with that clearing, when the caller has it already."""
+        c = self.c
+        hi = bisect_left(c, end)
         if hi == 0:
             return None
         # tail(c) = total(end) - f(c), with f = g below cb and h - clear_save[cb] above.
-        total = acct.span(0, end, cb)
+        if total is None:
+            total = self.acct.span(0, end, cb)
         need = total - room
-        split = bisect.bisect_right(self.c, cb, 0, hi)
-        j = bisect.bisect_left(self.g, need, 0, split)
+        split = bisect_right(c, cb, 0, hi)
+        j = bisect_left(self.g, need, 0, split)
         if j == split:
-            j = bisect.bisect_left(self.h, need + acct.clear_save[cb], split, hi)
+            j = bisect_left(self.h, need + self.acct.clear_save[cb], split, hi)
+        if j < hi and self.violation[j] >= end:
+            return c[j]  # the usual case: the cut is safe
         return self._safe(j, hi, end)
 
     def newest(self, end: int) -> int | None:

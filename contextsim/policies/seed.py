@@ -9,7 +9,6 @@ turns, keep whole tool rounds.
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 
 from contextsim.accounting import Accountant
@@ -75,21 +74,28 @@ class TurnCutter:
         self.note = ctx.count(TRUNCATION_NOTE) + MESSAGE_OVERHEAD
         turns = turn_starts(sk, self.head)
         rounds = round_starts(sk, self.head)
+        self.head_tokens = self.acct.span(0, self.head, 0)
+        # A clear boundary at or below this index leaves the head whole (the usual case).
+        self.first_clearable = next(
+            (i for i in range(self.head) if self.acct.clearable[i]), sk.size + 1
+        )
         self.turns = Cuts(self.acct, turns, violations(sk, turns))
         self.rounds = Cuts(self.acct, rounds, violations(sk, rounds))
 
-    def cut(self, cuts: Cuts, end: int, cb: int, stage: str) -> Plan | None:
-        room = self.budget - self.acct.span(0, self.head, cb) - self.note
-        c = cuts.fitting(end, cb, room)
+    def cut(
+        self, cuts: Cuts, end: int, cb: int, stage: str, total: int | None = None
+    ) -> Plan | None:
+        head = self.head_tokens if cb <= self.first_clearable else self.acct.span(0, self.head, cb)
+        c = cuts.fitting(end, cb, self.budget - head - self.note, total)
         if c is None:
             return None
-        return Plan(end, self.head, c, "t", self.note, cb, stage=stage)
+        return Plan(end, self.head, c, "t", self.note, cb, 0, stage)
 
     def newest(self, cuts: Cuts, end: int, cb: int, stage: str) -> Plan | None:
         c = cuts.newest(end)
         if c is None or c <= self.head:
             return None
-        return Plan(end, self.head, c, "t", self.note, cb, stage=stage)
+        return Plan(end, self.head, c, "t", self.note, cb, 0, stage)
 
 
 class TurnsPlanner(TurnCutter):
@@ -98,8 +104,9 @@ class TurnsPlanner(TurnCutter):
             return Plan(end)
         # No turn fits: the newest turn is sent whole; a run with one user message
         # (a subagent) cannot be cut at all and grows until it is rejected.
+        total = self.acct.raw[end]
         return (
-            self.cut(self.turns, end, 0, "turns")
+            self.cut(self.turns, end, 0, "turns", total)
             or self.newest(self.turns, end, 0, "turns")
             or Plan(end, stage="turns")
         )
@@ -147,33 +154,51 @@ class MythexPlanner(TurnCutter):
             self.result_sums.append(self.result_sums[-1] + sk.tokens[i])
         self.clear_pos = [i for i, f in enumerate(self.acct.clearable) if f]
         self.quarter = params.keep_fraction * ctx.budget
+        self.batch = max(params.batch, 1)
+        self._end = self._n = self._kept = self._older = self._available = 0
 
     def clear_boundary(self, end: int) -> int:
         """clear_before for history [0, end): every clearable result older than the
-        newest ones kept whole, the count rounded up to a whole batch."""
-        n = bisect.bisect_left(self.results, end)
+        newest ones kept whole, the count rounded up to a whole batch.
+
+        Requests come in order, and every position below only moves forward as the
+        history grows, so the positions are carried from call to call (amortized O(1));
+        a call for a shorter history starts them again from zero."""
+        if end < self._end:
+            self._n = self._kept = self._older = self._available = 0
+        self._end = end
+        results, sums, clear_pos = self.results, self.result_sums, self.clear_pos
+        n = self._n
+        while n < len(results) and results[n] < end:
+            n += 1
+        self._n = n
         if n == 0:
             return 0
         if self.params.keep_results is not None:
             first_kept = max(n - max(self.params.keep_results, 1), 0)
         else:
-            need = self.result_sums[n] - self.quarter
-            first_kept = min(bisect.bisect_left(self.result_sums, need, 0, n), n - 1)
-        older = bisect.bisect_left(self.clear_pos, self.results[first_kept])
-        available = bisect.bisect_left(self.clear_pos, self.results[n - 1])
-        batch = max(self.params.batch, 1)
-        count = min(-(-older // batch) * batch, available)
-        return self.clear_pos[count - 1] + 1 if count else 0
+            # The oldest result of the newest ones that fit in the quarter (at least one).
+            need = sums[n] - self.quarter
+            first_kept = self._kept
+            while first_kept < n - 1 and sums[first_kept] < need:
+                first_kept += 1
+            self._kept = first_kept
+        older = _advance(clear_pos, self._older, results[first_kept])
+        available = _advance(clear_pos, self._available, results[n - 1])
+        self._older, self._available = older, available
+        count = min(-(-older // self.batch) * self.batch, available)
+        return clear_pos[count - 1] + 1 if count else 0
 
     def plan(self, end: int) -> Plan:
         if self.acct.raw[end] <= self.budget:
             return Plan(end)
         cb = self.clear_boundary(end)
-        if self.acct.span(0, end, cb) <= self.budget:
-            return Plan(end, clear_before=cb, stage="clear")
+        total = self.acct.span(0, end, cb)
+        if total <= self.budget:
+            return Plan(end, 0, 0, "t", 0, cb, 0, "clear")
         return (
-            self.cut(self.turns, end, cb, "turns")
-            or self.cut(self.rounds, end, cb, "rounds")
+            self.cut(self.turns, end, cb, "turns", total)
+            or self.cut(self.rounds, end, cb, "rounds", total)
             or self.newest(self.rounds, end, cb, "rounds")
             or Plan(end, clear_before=cb, stage="rounds")
         )
@@ -191,3 +216,11 @@ class MythexPolicy:
 
     def setup(self, ctx: Context, params: MythexParams) -> MythexPlanner:
         return MythexPlanner(ctx, params)
+
+
+def _advance(positions: list[int], start: int, limit: int) -> int:
+    """How many positions are below `limit`, counting on from `start` (already below)."""
+    i = start
+    while i < len(positions) and positions[i] < limit:
+        i += 1
+    return i
