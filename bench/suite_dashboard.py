@@ -93,7 +93,7 @@ def _server_figures(public_id: str) -> tuple[list[Figure], int]:
         Figure("dashboard page p95", page95, "s"),
         Figure("control change p50", change50, "s"),
         Figure("control change p95", change95, "s", ("<=", 0.15)),
-        Figure("page weight (HTML + figure JSON)", weight / 1e6, "MB", ("<=", 1.5)),
+        Figure("page weight (HTML + figure JSON)", weight / 1e3, "kB", ("<=", 1_500)),
     ], weight
 
 
@@ -103,10 +103,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _chart_figure(public_id: str, data_dir: str) -> Figure:
-    name = "chart drawn after navigation (Chromium)"
+def _chart_figures(public_id: str, data_dir: str) -> list[Figure]:
+    name = "chart drawn after navigation, first visit (Chromium)"
     if not Path(CHROMIUM).exists():
-        return Figure(name, None, "s", ("<=", 2.0), f"Chromium not found at {CHROMIUM}")
+        return [Figure(name, None, "s", ("<=", 2.0), f"Chromium not found at {CHROMIUM}")]
     port = _free_port()
     env = {**os.environ, "CONTEXTSIM_DATA_DIR": data_dir}
     server = subprocess.Popen(
@@ -119,7 +119,13 @@ def _chart_figure(public_id: str, data_dir: str) -> Figure:
     try:
         url = f"http://127.0.0.1:{port}/runs/{public_id}/?estimator=chars4"
         _wait(url)
-        return Figure(name, _draw_time(url), "s", ("<=", 2.0))
+        cold, warm = _draw_times(url)
+        return [
+            Figure(name, cold, "s", ("<=", 2.0), "empty browser cache"),
+            Figure(
+                "chart drawn after navigation, next visits", warm, "s", None, "cached plotly.js"
+            ),
+        ]
     finally:
         server.terminate()
         server.wait(timeout=20)
@@ -135,7 +141,9 @@ def _wait(url: str) -> None:
     raise RuntimeError(f"the server did not answer at {url}")
 
 
-def _draw_time(url: str) -> float:
+def _draw_times(url: str) -> tuple[float, float]:
+    """(cold, warm): seconds from navigation until the chart is drawn, in a fresh
+    browser profile, then the best of two more visits with its cache."""
     from playwright.sync_api import sync_playwright
 
     args = [
@@ -150,15 +158,16 @@ def _draw_time(url: str) -> float:
     times: list[float] = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=args)
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
         for _ in range(3):
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page = context.new_page()
             started = time.perf_counter()
             page.goto(url)
             page.wait_for_selector("#chart[data-drawn='1']", timeout=30_000)
             times.append(time.perf_counter() - started)
             page.close()
         browser.close()
-    return min(times[1:])  # the first load also fills the browser's cache of plotly.js
+    return times[0], min(times[1:])
 
 
 def run() -> list[Figure]:
@@ -166,7 +175,7 @@ def run() -> list[Figure]:
     try:
         public_id = _setup(data_dir)
         figures, _ = _server_figures(public_id)
-        figures.append(_chart_figure(public_id, data_dir))
+        figures += _chart_figures(public_id, data_dir)
         return figures
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)

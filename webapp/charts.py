@@ -13,8 +13,8 @@ from contextsim.model import KINDS
 from contextsim.problems import Problem
 from contextsim.simulate import Simulation
 
-MAX_POINTS = 1_200
-MAX_MARKED = 300
+MAX_POINTS = 600
+MAX_MARKED = 200
 
 # Okabe-Ito, a palette that stays distinct for the common forms of colour blindness.
 KIND_COLOURS = {

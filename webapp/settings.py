@@ -128,8 +128,12 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)
-# Serve straight from the app folders too, so nothing breaks before collectstatic runs.
-WHITENOISE_USE_FINDERS = True
+# In development serve straight from the source folders; otherwise from STATIC_ROOT,
+# where `collectstatic` (run by `serve`) leaves gzip and brotli copies.
+WHITENOISE_USE_FINDERS = DEBUG or env_bool("CONTEXTSIM_STATIC_FROM_SOURCE", False)
+# Unversioned names: cache for ten minutes, so plotly.js (4.6 MB) is fetched and
+# compiled once per visit, while an upgrade still shows within minutes.
+WHITENOISE_MAX_AGE = 600
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
