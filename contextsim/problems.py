@@ -7,7 +7,9 @@ import bisect
 from dataclasses import dataclass
 
 from contextsim.accounting import Accountant
+from contextsim.memo import per_skeleton
 from contextsim.simulate import Simulation
+from contextsim.skeleton import Skeleton
 
 KINDS = (
     "rejected",
@@ -56,29 +58,44 @@ def detect(
     return sorted(found, key=lambda p: (p.step, KINDS.index(p.kind)))
 
 
+def _streaks(flags: list[str]) -> list[tuple[int, int, str]]:
+    """(first, last, kind) of each run of equal non-empty kinds over consecutive steps."""
+    out: list[tuple[int, int, str]] = []
+    for step, kind in enumerate(flags):
+        if not kind:
+            continue
+        if out and out[-1][2] == kind and out[-1][1] == step - 1:
+            out[-1] = (out[-1][0], step, kind)
+        else:
+            out.append((step, step, kind))
+    return out
+
+
+def _until(first: int, last: int) -> str:
+    return "" if first == last else f"; so are steps {first + 1}-{last} ({last - first} more)"
+
+
 def _limits(sim: Simulation) -> list[Problem]:
+    """One problem per streak of rejected (or over-budget) requests, at its first step:
+    a run that stays over the limit for 5,000 requests has one thing to fix, not 5,000."""
+    flags = [
+        "rejected" if r.rejected else "over_budget" if r.over_budget else "" for r in sim.records
+    ]
     out = []
-    for r in sim.records:
-        if r.rejected:
-            out.append(
-                Problem(
-                    r.step,
-                    "rejected",
-                    "error",
-                    f"{r.sent:,} tokens is over the {sim.hard_limit:,} hard limit: "
-                    "the model rejects it; retrying cannot help",
-                )
+    for first, last, kind in _streaks(flags):
+        r = sim.records[first]
+        if kind == "rejected":
+            detail = (
+                f"{r.sent:,} tokens is over the {sim.hard_limit:,} hard limit: "
+                f"the model rejects it; retrying cannot help{_until(first, last)}"
             )
-        elif r.over_budget:
-            out.append(
-                Problem(
-                    r.step,
-                    "over_budget",
-                    "warning",
-                    f"{r.sent:,} tokens is still over the {sim.budget:,} budget "
-                    f"after every stage ({r.stage})",
-                )
+            out.append(Problem(first, kind, "error", detail))
+        else:
+            detail = (
+                f"{r.sent:,} tokens is still over the {sim.budget:,} budget after every "
+                f"stage ({r.stage}){_until(first, last)}"
             )
+            out.append(Problem(first, kind, "warning", detail))
     return out
 
 
@@ -136,56 +153,77 @@ def _first_step(sim: Simulation, message: int) -> int:
     return bisect.bisect_right(sim.skeleton.ends, message)
 
 
-def _results(sim: Simulation, streak_limit: int) -> list[Problem]:
-    sk = sim.skeleton
-    out = []
-    quarter = sim.budget // 4
+@dataclass(frozen=True, slots=True)
+class _ResultFacts:
+    """What a run's tool results show whatever the policy (kept per skeleton)."""
+
+    first_steps: list[tuple[int, int]]
+    repeats: list[tuple[int, int, int]]
+    stalls: list[int]
+
+
+def _result_facts(sk: Skeleton, streak_limit: int) -> _ResultFacts:
+    first_steps: list[tuple[int, int]] = []
+    repeats: list[tuple[int, int, int]] = []
     seen: dict[tuple[str, str], int] = {}
     useful_by_step: dict[int, bool] = {}
+    ends, steps = sk.ends, sk.steps
     for i, n in enumerate(sk.result_count):
         if not n:
             continue
-        step = _first_step(sim, i)
-        if step >= sk.steps:
+        step = bisect.bisect_right(ends, i)
+        if step >= steps:
             continue
-        if sk.tokens[i] > quarter:
-            out.append(
-                Problem(
-                    step,
-                    "oversized_result",
-                    "info",
-                    f"a {sk.tool_names[i] or 'tool'} result of {sk.tokens[i]:,} tokens "
-                    f"is over a quarter of the budget ({quarter:,})",
-                )
-            )
+        first_steps.append((i, step))
         key = (sk.call_key[i], sk.result_key[i])
         repeat = key in seen
         if repeat:
-            out.append(
-                Problem(
-                    step,
-                    "repeated_call",
-                    "info",
-                    f"{sk.tool_names[i] or 'a tool'} was called with the same arguments "
-                    f"and returned the same result as before step {seen[key]}",
-                )
-            )
+            repeats.append((i, step, seen[key]))
         else:
             seen[key] = step
-        useful = not repeat and not sk.is_error[i]
-        useful_by_step[step] = useful_by_step.get(step, False) or useful
-    streak = 0
+        useful_by_step[step] = useful_by_step.get(step, False) or not (repeat or sk.is_error[i])
+    stalls, streak = [], 0
     for step in sorted(useful_by_step):
         streak = 0 if useful_by_step[step] else streak + 1
         if streak == streak_limit:
-            out.append(
-                Problem(
-                    step,
-                    "no_progress",
-                    "warning",
-                    f"{streak_limit} steps in a row brought no new result (only repeats or errors)",
-                )
-            )
+            stalls.append(step)
+    return _ResultFacts(first_steps, repeats, stalls)
+
+
+def _results(sim: Simulation, streak_limit: int) -> list[Problem]:
+    sk = sim.skeleton
+    facts = per_skeleton(sk, ("results", streak_limit), lambda: _result_facts(sk, streak_limit))
+    quarter = sim.budget // 4
+    out = [
+        Problem(
+            step,
+            "oversized_result",
+            "info",
+            f"a {sk.tool_names[i] or 'tool'} result of {sk.tokens[i]:,} tokens "
+            f"is over a quarter of the budget ({quarter:,})",
+        )
+        for i, step in facts.first_steps
+        if sk.tokens[i] > quarter
+    ]
+    out += [
+        Problem(
+            step,
+            "repeated_call",
+            "info",
+            f"{sk.tool_names[i] or 'a tool'} was called with the same arguments "
+            f"and returned the same result as before step {before}",
+        )
+        for i, step, before in facts.repeats
+    ]
+    out += [
+        Problem(
+            step,
+            "no_progress",
+            "warning",
+            f"{streak_limit} steps in a row brought no new result (only repeats or errors)",
+        )
+        for step in facts.stalls
+    ]
     return out
 
 

@@ -22,8 +22,11 @@ def load_runs(spec: str, format: str | None = None) -> tuple[tuple[Run, ...], li
     return parsed.runs, list(parsed.warnings)
 
 
-def simulation_summary(sim: Simulation, problems: list[Problem], steps: bool) -> dict[str, Any]:
-    """The figures of one (run, policy) pair; with `steps`, one record per request."""
+def simulation_summary(
+    sim: Simulation, problems: list[Problem] | None, steps: bool
+) -> dict[str, Any]:
+    """The figures of one (run, policy) pair; with `steps`, one record per request;
+    problems listed unless None."""
     records = sim.records
     out: dict[str, Any] = {
         "title": sim.skeleton.title,
@@ -42,7 +45,7 @@ def simulation_summary(sim: Simulation, problems: list[Problem], steps: bool) ->
         "stages": _stage_counts(sim),
         "problems": [
             {"step": p.step, "kind": p.kind, "severity": p.severity, "detail": p.detail}
-            for p in problems
+            for p in problems or ()
         ],
     }
     if steps:

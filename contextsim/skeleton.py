@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import accumulate
 from typing import Any, NamedTuple
 
@@ -51,7 +51,7 @@ _SPACE_WORDS = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Skeleton:
     """Counts and structure of one run under one estimator (all tuples are per message).
 
@@ -341,10 +341,13 @@ def prefix_sums(values: Sequence[int]) -> list[int]:
     return list(accumulate(values, initial=0))
 
 
+FIELDS = tuple(f.name for f in fields(Skeleton))
+
+
 def to_dict(sk: Skeleton) -> dict[str, object]:
     """The skeleton as JSON-ready data (usage as [input, cache_read, cache_write, output])."""
     out: dict[str, object] = {}
-    for name in Skeleton.__slots__:
+    for name in FIELDS:
         value = getattr(sk, name)
         if name == "usage":
             value = [
@@ -362,7 +365,7 @@ def to_dict(sk: Skeleton) -> dict[str, object]:
 def from_dict(data: dict[str, object]) -> Skeleton:
     """The inverse of to_dict."""
     values: dict[str, object] = {}
-    for name in Skeleton.__slots__:
+    for name in FIELDS:
         value = data[name]
         if name == "usage":
             value = tuple(None if u is None else Usage(*u) for u in value)  # type: ignore[attr-defined]

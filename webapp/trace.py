@@ -11,7 +11,7 @@ from contextsim.problems import Problem
 from contextsim.simulate import Simulation, explain
 from webapp.models import Message, Run
 
-PAGE = 100
+PAGE = 50
 PREVIEW_CHARS = 600
 
 

@@ -16,8 +16,7 @@ from contextsim.report import simulation_summary
 from webapp import analysis, selectors, trace
 from webapp.charts import ledger_figure
 
-
-PROBLEMS = 100
+PROBLEMS = 50
 """Problems listed at once; the filter by kind reaches the others."""
 
 

@@ -9,10 +9,13 @@ turns, keep whole tool rounds.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from itertools import accumulate
 
 from contextsim.accounting import Accountant
 from contextsim.estimators import MESSAGE_OVERHEAD
+from contextsim.memo import per_skeleton
 from contextsim.policies.base import Context, Plan, Statics, no_statics
 from contextsim.policies.cuts import Cuts, head_end, round_starts, turn_starts, violations
 from contextsim.skeleton import Skeleton
@@ -62,25 +65,45 @@ class TurnsParams:
     pass
 
 
-class TurnCutter:
-    """Shared by `turns` and `mythex`: cut at user-turn starts or at tool rounds."""
+class Layout:
+    """What `turns` and `mythex` prepare before the first request: prefix sums, the
+    head, and the safe cut points. Independent of the budget, so kept per skeleton."""
 
     def __init__(self, ctx: Context, statics: Statics) -> None:
         sk = ctx.skeleton
         self.statics = statics
         self.acct = Accountant(sk, statics)
-        self.budget = ctx.budget
         self.head = head_end(sk)
         self.note = ctx.count(TRUNCATION_NOTE) + MESSAGE_OVERHEAD
-        turns = turn_starts(sk, self.head)
-        rounds = round_starts(sk, self.head)
         self.head_tokens = self.acct.span(0, self.head, 0)
         # A clear boundary at or below this index leaves the head whole (the usual case).
         self.first_clearable = next(
             (i for i in range(self.head) if self.acct.clearable[i]), sk.size + 1
         )
+        turns = turn_starts(sk, self.head)
+        rounds = round_starts(sk, self.head)
         self.turns = Cuts(self.acct, turns, violations(sk, turns))
         self.rounds = Cuts(self.acct, rounds, violations(sk, rounds))
+        self.results = [i for i, n in enumerate(sk.result_count) if n > 0]
+        self.result_sums = list(accumulate((sk.tokens[i] for i in self.results), initial=0))
+        self.clear_pos = [i for i, f in enumerate(self.acct.clearable) if f]
+
+
+class TurnCutter:
+    """Shared by `turns` and `mythex`: cut at user-turn starts or at tool rounds."""
+
+    def __init__(self, ctx: Context, key: Hashable, statics: Callable[[], Statics]) -> None:
+        layout = per_skeleton(ctx.skeleton, key, lambda: Layout(ctx, statics()))
+        self.layout = layout
+        self.statics = layout.statics
+        self.acct = layout.acct
+        self.budget = ctx.budget
+        self.head = layout.head
+        self.note = layout.note
+        self.head_tokens = layout.head_tokens
+        self.first_clearable = layout.first_clearable
+        self.turns = layout.turns
+        self.rounds = layout.rounds
 
     def cut(
         self, cuts: Cuts, end: int, cb: int, stage: str, total: int | None = None
@@ -122,7 +145,7 @@ class TurnsPolicy:
     Params = TurnsParams
 
     def setup(self, ctx: Context, params: TurnsParams) -> TurnsPlanner:
-        return TurnsPlanner(ctx, no_statics(ctx.skeleton.size))
+        return TurnsPlanner(ctx, ("turns",), lambda: no_statics(ctx.skeleton.size))
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,19 +163,21 @@ class MythexParams:
 class MythexPlanner(TurnCutter):
     def __init__(self, ctx: Context, params: MythexParams) -> None:
         sk = ctx.skeleton
-        note = ctx.count(CLEARED_NOTE)
-        cleared = [MESSAGE_OVERHEAD + n * note for n in sk.result_count]
-        clearable = [
-            n > 0 and t - MESSAGE_OVERHEAD > params.small_factor * n * note
-            for n, t in zip(sk.result_count, sk.tokens, strict=True)
-        ]
-        super().__init__(ctx, Statics(clearable, cleared))
+
+        def statics() -> Statics:
+            note = ctx.count(CLEARED_NOTE)
+            cleared = [MESSAGE_OVERHEAD + n * note for n in sk.result_count]
+            clearable = [
+                n > 0 and t - MESSAGE_OVERHEAD > params.small_factor * n * note
+                for n, t in zip(sk.result_count, sk.tokens, strict=True)
+            ]
+            return Statics(clearable, cleared)
+
+        super().__init__(ctx, ("mythex", params.small_factor), statics)
         self.params = params
-        self.results = [i for i, n in enumerate(sk.result_count) if n > 0]
-        self.result_sums = [0]
-        for i in self.results:
-            self.result_sums.append(self.result_sums[-1] + sk.tokens[i])
-        self.clear_pos = [i for i, f in enumerate(self.acct.clearable) if f]
+        self.results = self.layout.results
+        self.result_sums = self.layout.result_sums
+        self.clear_pos = self.layout.clear_pos
         self.quarter = params.keep_fraction * ctx.budget
         self.batch = max(params.batch, 1)
         self._end = self._n = self._kept = self._older = self._available = 0
@@ -183,8 +208,14 @@ class MythexPlanner(TurnCutter):
             while first_kept < n - 1 and sums[first_kept] < need:
                 first_kept += 1
             self._kept = first_kept
-        older = _advance(clear_pos, self._older, results[first_kept])
-        available = _advance(clear_pos, self._available, results[n - 1])
+        size, limit = len(clear_pos), results[first_kept]
+        older = self._older
+        while older < size and clear_pos[older] < limit:
+            older += 1
+        limit = results[n - 1]
+        available = max(self._available, older)
+        while available < size and clear_pos[available] < limit:
+            available += 1
         self._older, self._available = older, available
         count = min(-(-older // self.batch) * self.batch, available)
         return clear_pos[count - 1] + 1 if count else 0
@@ -216,11 +247,3 @@ class MythexPolicy:
 
     def setup(self, ctx: Context, params: MythexParams) -> MythexPlanner:
         return MythexPlanner(ctx, params)
-
-
-def _advance(positions: list[int], start: int, limit: int) -> int:
-    """How many positions are below `limit`, counting on from `start` (already below)."""
-    i = start
-    while i < len(positions) and positions[i] < limit:
-        i += 1
-    return i

@@ -126,12 +126,12 @@ def test_problem_filter_and_trace_pages(alice_client, run):
     page = get(alice_client, "run", run, budget=8000, problem="cache_break").content.decode()
     listed = page.split('class="problem-list"')[1].split("</ul>")[0]
     assert "cache_break" in listed and "oversized_result" not in listed
-    big = json.loads(native_run(rounds=150, size=40).decode())
+    big = json.loads(native_run(rounds=80, size=40).decode())
     big["runs"][0]["title"] = "long"
     import_bytes(run.owner, "long.json", json.dumps(big).encode())
     long_run = Run.objects.get(title="long")
     page2 = get(alice_client, "run", long_run, page=2).content.decode()
-    assert "page 2 of 2" in page2 and ">100</a>" in page2
+    assert "page 2 of 2" in page2 and ">50</a>" in page2
 
 
 def test_step_inspector_shows_the_request_and_navigation(alice_client, run):
