@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from contextsim.policies.texts import replacement_texts
 from contextsim.problems import Problem
 from contextsim.simulate import Simulation, explain
 from webapp.models import Message, Run
@@ -116,6 +117,7 @@ def inspect_items(
 ) -> list[InspectItem]:
     """Items [start, start + count) of the request at `step`, with what changed since the
     previous request."""
+    texts = replacement_texts(sim.policy, sim.params)
     items = explain(sim, step)
     previous = {i.index: i.disposition for i in explain(sim, step - 1)} if step else {}
     shown = items[start : start + count]
@@ -134,6 +136,9 @@ def inspect_items(
             )
             continue
         full = message_text(parts.get(item.index, []))
+        if item.disposition in "co" and item.disposition in texts:
+            replaced = texts[item.disposition]
+            full = f"{replaced}\n\n--- what it replaced ---\n{full}"
         before = previous.get(item.index)
         change = (
             "new"

@@ -58,7 +58,9 @@
     drawLedgers(document);
     copyLinks(document);
     document.addEventListener("keydown", keys);
-    document.body.addEventListener("htmx:afterSettle", function (event) {
+    // Draw as soon as the new content is in, before the browser settles it, so the
+    // chart area is never shown empty.
+    document.body.addEventListener("htmx:afterSwap", function (event) {
       drawChart();
       drawLedgers(document);
       copyLinks(event.target);

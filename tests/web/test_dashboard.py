@@ -138,6 +138,7 @@ def test_step_inspector_shows_the_request_and_navigation(alice_client, run):
     page = get(alice_client, "step", run, 12, budget=8000).content.decode()
     assert "Step 12" in page and 'id="previous-step"' in page and 'id="next-step"' in page
     assert "cached prefix ends here" in page
+    assert "This tool result was cleared to keep the conversation" in page  # the note sent
     assert "cleared" in page and "&lt;b&gt;tag&lt;/b&gt;" in page and "<b>tag</b>" not in page
     assert get(alice_client, "step", run, 999).status_code == 404
 
@@ -179,3 +180,12 @@ def test_every_view_of_a_private_run_is_404_for_others(bob, run):
         ("run-requests", ()),
     ):
         assert get(client, name, run, *args).status_code == 404, name
+
+
+def test_a_run_without_requests_has_a_clear_empty_state(alice, alice_client):
+    empty = {"contextsim": 1, "runs": [{"title": "empty", "messages": []}]}
+    import_bytes(alice, "empty.json", json.dumps(empty).encode())
+    run = Run.objects.get(title="empty")
+    response = get(alice_client, "run", run)
+    assert response.status_code == 200
+    assert "This run has no requests to simulate." in response.content.decode()
