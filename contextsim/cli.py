@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from contextsim.costs import PRESETS, Prices
 from contextsim.estimators import ESTIMATORS
 from contextsim.formats import IMPORTERS, FormatError, parse_path
 from contextsim.model import Run, request_count
@@ -77,6 +78,7 @@ def _simulate(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     estimator = ESTIMATORS[args.estimator]
+    prices = _prices(args.prices, args.price or [])
     reference = ESTIMATORS.get(args.reference) if args.reference != args.estimator else None
     out = []
     for run in runs:
@@ -90,6 +92,7 @@ def _simulate(args: argparse.Namespace) -> int:
                 budget=args.budget,
                 hard_limit=args.hard_limit,
                 count=estimator.count,
+                prices=prices,
             )
             out.append(simulation_summary(sim, detect(sim, reference=ref), args.steps))
     if args.json:
@@ -98,6 +101,33 @@ def _simulate(args: argparse.Namespace) -> int:
         for summary in out:
             print("\n".join(readable(summary)))
     return 0
+
+
+def _prices(preset: str, overrides: list[str]) -> Prices:
+    """A price preset with `field=value` overrides (dollars per million tokens, or
+    multipliers for cache_read and cache_write)."""
+    base = PRESETS[preset]
+    values: dict[str, float] = {}
+    for item in overrides:
+        key, _, raw = item.partition("=")
+        if key not in ("input", "output", "cache_read", "cache_write"):
+            raise FormatError(
+                "--price",
+                "",
+                f"unknown price {key!r}; expected input, output, cache_read or cache_write",
+            )
+        try:
+            values[key] = float(raw)
+        except ValueError:
+            raise FormatError("--price", key, f"expected a number, got {raw!r}") from None
+    return Prices(
+        label=f"{base.label}, edited" if values else base.label,
+        input=values.get("input", base.input),
+        output=values.get("output", base.output),
+        cache_read=values.get("cache_read", base.cache_read),
+        cache_write=values.get("cache_write", base.cache_write),
+        writes_cache=base.writes_cache,
+    )
 
 
 def _configs(policies: list[str], settings: list[str]) -> list[tuple[str, object]]:
@@ -148,6 +178,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="tokenizer judging estimates where the log measured nothing",
     )
     sim.add_argument("--set", action="append", metavar="KEY=VALUE", help="a policy parameter")
+    sim.add_argument(
+        "--prices",
+        choices=sorted(PRESETS),
+        default="anthropic",
+        help="cost preset (default anthropic)",
+    )
+    sim.add_argument(
+        "--price",
+        action="append",
+        metavar="NAME=VALUE",
+        help="override a price: input, output ($ per million tokens), "
+        "cache_read, cache_write (multipliers of input)",
+    )
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.add_argument("--steps", action="store_true", help="add one record per request")
     sim.set_defaults(handler=_simulate)

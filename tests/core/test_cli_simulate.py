@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 
@@ -138,3 +140,16 @@ def test_unknown_policy_demo_and_negative_budget_fail_clearly(tmp_path):
     assert "unknown demo; expected one of" in cli("demo:nope").stderr
     negative = cli(write(tmp_path), "--budget", "-5")
     assert negative.returncode == 2 and "expected a positive number of tokens" in negative.stderr
+
+
+def test_prices_can_be_chosen_and_edited(tmp_path):
+    path = write(tmp_path)
+    common = ("--budget", "8000", "--estimator", "chars4", "--json")
+    anthropic = json.loads(cli(path, *common).stdout)["runs"][0]["cost"]
+    openai = json.loads(cli(path, *common, "--prices", "openai").stdout)["runs"][0]["cost"]
+    doubled = json.loads(cli(path, *common, "--price", "input=6", "--price", "output=30").stdout)[
+        "runs"
+    ][0]["cost"]
+    assert openai < anthropic and doubled == pytest.approx(anthropic * 2, rel=1e-6)
+    bad = cli(path, "--price", "gold=1")
+    assert bad.returncode == 2 and "unknown price 'gold'" in bad.stderr
