@@ -2,7 +2,8 @@
 
 Built once per (run, estimator): every message's tokens, kind, user-turn and tool-round
 structure, plus the few facts detectors need (hashes of calls and results, error flags,
-the size of an offload preview). Simulation never reads text and never tokenizes.
+the size of an offload preview) and the size of Deep Agents' stub for each big tool
+result (rendered by contextsim.stubs). Simulation never reads text and never tokenizes.
 
 Units: tokens are integers under the skeleton's estimator; indexes are message indexes.
 """
@@ -13,7 +14,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from itertools import accumulate
 from typing import Any, NamedTuple
 
@@ -28,10 +29,15 @@ from contextsim.model import (
     Usage,
     request_bounds,
 )
+from contextsim.stubs import render_tool_stub
 
 KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
 PREVIEW_LINES = 5
 """Lines of a tool result kept at each end of an offload preview (Deep Agents)."""
+STUB_MIN_CHARS = 20_000
+"""Tool results over this many characters get their offload stub rendered at build, so
+its size is exact; that covers Deep Agents' default limit (80,000 characters) and any
+tool_token_limit down to 5,000 tokens of 4 characters."""
 
 # A final answer that gives lack of room as its reason to stop (English, Russian,
 # Chinese, Hungarian: the seed incident's languages).
@@ -90,6 +96,14 @@ class Skeleton:
     call_inputs: tuple[tuple[int, ...], ...] = ()
     """Per message, per client-side tool call: characters its LangChain form loses when
     that call's arguments are cleared to {} (0 for a call LangChain cannot parse)."""
+    stub_tokens: tuple[tuple[int, ...], ...] = ()
+    """Per message holding a tool result over STUB_MIN_CHARS characters, one value per
+    tool result (its ToolMessage: the k-th LangChain piece, as in `langchain`): the
+    estimator's tokens of the stub Deep Agents leaves when it offloads that result
+    (stubs.render_tool_stub of its text and call id; MESSAGE_OVERHEAD not included), 0
+    for a result not over STUB_MIN_CHARS. () for every other message."""
+    stub_chars: tuple[tuple[int, ...], ...] = ()
+    """Like stub_tokens, the stubs' characters (the ToolMessage's content once offloaded)."""
 
     @property
     def size(self) -> int:
@@ -119,7 +133,8 @@ def _hash(*items: str) -> str:
 
 
 def build(run: Run, estimator: Estimator) -> Skeleton:
-    """The skeleton of `run` under `estimator` (tokenizes each distinct message once)."""
+    """The skeleton of `run` under `estimator` (tokenizes each distinct message once,
+    and the stub of each tool result over STUB_MIN_CHARS characters)."""
     calls: dict[str, tuple[int, str, str]] = {}
     answers: list[int] = []
     names: list[str] = []
@@ -127,6 +142,8 @@ def build(run: Run, estimator: Estimator) -> Skeleton:
     result_keys: list[str] = []
     errors: list[bool] = []
     previews: list[int] = []
+    stub_tokens: list[tuple[int, ...]] = []
+    stub_chars: list[tuple[int, ...]] = []
     for i, message in enumerate(run.messages):
         for c in message.tool_calls:
             calls[c.id] = (i, c.name, c.arguments)
@@ -138,6 +155,13 @@ def build(run: Run, estimator: Estimator) -> Skeleton:
         result_keys.append(_hash(*(r.text for r in results)) if results else "")
         errors.append(bool(results) and all(r.is_error for r in results))
         previews.append(_preview_tokens(message, estimator) if results else 0)
+        stubs = [
+            render_tool_stub(r.text, r.call_id) if len(r.text) > STUB_MIN_CHARS else ""
+            for r in results
+        ]
+        found_stub = any(stubs)
+        stub_tokens.append(tuple(estimator.count(t) for t in stubs) if found_stub else ())
+        stub_chars.append(tuple(len(t) for t in stubs) if found_stub else ())
     bounds = request_bounds([m.role for m in run.messages])
     forms, inputs = langchain_form(run)
     last = run.messages[-1] if run.messages else None
@@ -169,6 +193,8 @@ def build(run: Run, estimator: Estimator) -> Skeleton:
         ),
         langchain=forms,
         call_inputs=inputs,
+        stub_tokens=tuple(stub_tokens),
+        stub_chars=tuple(stub_chars),
     )
 
 
@@ -342,6 +368,8 @@ def prefix_sums(values: Sequence[int]) -> list[int]:
 
 
 FIELDS = tuple(f.name for f in fields(Skeleton))
+OPTIONAL = frozenset(f.name for f in fields(Skeleton) if f.default is not MISSING)
+"""Fields added after the first: data stored before one existed takes its default."""
 
 
 def to_dict(sk: Skeleton) -> dict[str, object]:
@@ -363,9 +391,12 @@ def to_dict(sk: Skeleton) -> dict[str, object]:
 
 
 def from_dict(data: dict[str, object]) -> Skeleton:
-    """The inverse of to_dict."""
+    """The inverse of to_dict; a field in OPTIONAL missing from `data` (stored before
+    the field existed) takes its default."""
     values: dict[str, object] = {}
     for name in FIELDS:
+        if name not in data and name in OPTIONAL:
+            continue
         value = data[name]
         if name == "usage":
             value = tuple(None if u is None else Usage(*u) for u in value)  # type: ignore[attr-defined]

@@ -9,12 +9,18 @@ compute_summarization_defaults), which takes trigger and cut from langchain 1.5.
 1.7.10 profile: 1,000,000 input tokens, 128,000 output tokens).
 
 Decisions are the middleware's, made with its own counter over each message's LangChain
-form; sizes sent are reported under the run's estimator. Not modelled: clipping of old
-write_file/edit_file arguments (argument sizes per key are not in the skeleton),
-dropping reasoning blocks from kept messages, scaling counts by logged usage (the log
-measured the original agent's requests, not these), tail clipping after a provider's
-rejection, and the error that ends a run whose request is still over the input budget
-once summarized (here it is sent, and flagged if over the hard limit).
+form; sizes sent are reported under the run's estimator. Stubs are the package's texts
+(contextsim.stubs); a tool result's stub has its exact size when the result is over
+skeleton.STUB_MIN_CHARS characters (the skeleton renders those stubs at build), which
+every result offloaded at a tool_token_limit of 5,000 or more is. Smaller results and
+human messages get an approximate size (see _preview_size).
+
+Not modelled: clipping of old write_file/edit_file arguments (argument sizes per key
+are not in the skeleton), dropping reasoning blocks from kept messages, scaling counts
+by logged usage (the log measured the original agent's requests, not these), tail
+clipping after a provider's rejection, and the error that ends a run whose request is
+still over the input budget once summarized (here it is sent, and flagged if over the
+hard limit).
 """
 
 from __future__ import annotations
@@ -35,104 +41,46 @@ from contextsim.skeleton import (
     prefix_sums,
 )
 
+# The stub texts live in contextsim.stubs (the skeleton renders them too); those this
+# module does not use stay importable from it.
+from contextsim.stubs import (
+    CLIPPED,  # noqa: F401
+    HEAD,
+    HUMAN_PATH,
+    HUMAN_STUB,
+    ID_SHOWN,  # noqa: F401
+    LINE_LIMIT,
+    MARKER,  # noqa: F401
+    OMITTED,  # noqa: F401
+    TAIL,
+    TOOL_STUB,
+    preview,
+    preview_note,
+    render_human_stub,  # noqa: F401
+    render_tool_stub,  # noqa: F401
+)
+
 EXEMPT_TOOLS = ("ls", "glob", "grep", "read_file", "edit_file", "write_file", "delete")
 """TOOLS_EXCLUDED_FROM_EVICTION: file-system tools whose results are never offloaded."""
 CHARS_PER_TOKEN = 4
 """NUM_CHARS_PER_TOKEN: offload limits are tokens of 4 characters."""
-HEAD = TAIL = 5
-LINE_LIMIT = 1000
-"""PREVIEW_LINE_CHAR_LIMIT: preview lines are clipped to this many characters."""
-ID_SHOWN = 32
 INPUT_HEADROOM = 0.95
 """A request over 95% of the window less the output reserve is summarized as well."""
 CALL_ID = "toolu_" + "0" * 24
-"""Stand-in call id for stub sizes: the skeleton keeps none; Anthropic's have 30 chars."""
+"""Stand-in call id for approximated stub sizes (a result of at most
+skeleton.STUB_MIN_CHARS characters, whose stub the skeleton does not render);
+Anthropic's ids have 30 characters."""
 SESSION_PATH = "/conversation_history/session_" + "0" * 32 + ".md"
-HUMAN_PATH = "/conversation_history/" + "00000000-0000-0000-0000-000000000000.md"
 HUMAN_LINE = 100
 """Assumed line length of an offloaded human message (the skeleton has no preview)."""
 SUMMARY_CHARS = 4
 """Characters per token of the summary's prose, for the middleware's counter."""
 TOOL = LANGCHAIN_TYPES.index("tool")
-# The texts the model sees, reproduced exactly so that their sizes are exact.
-TOOL_STUB = (
-    "Tool result too large, the result of this tool call {tool_call_id} was saved in the "
-    "filesystem at this path: {file_path}\n\nYou can read the result from the filesystem by "
-    "using the read_file tool, but make sure to only read part of the result at a time.\n\n"
-    "You can do this by specifying an offset and limit in the read_file tool call. For "
-    "example, to read the first 100 lines, you can use the read_file tool with offset=0 and "
-    "limit=100.\n\n{preview_note}\n\n{content_sample}\n"
-)
-HUMAN_STUB = (
-    "Message content too large and was saved to the filesystem at: {file_path}\n\nYou can "
-    "read the full content using the read_file tool with pagination (offset and limit "
-    "parameters).\n\n{preview_note}\n\n{content_sample}\n"
-)
-MARKER = "... [{} lines truncated] ..."
-OMITTED = (
-    f"lines of the form `{MARKER.format('N')}` indicate omitted lines in the middle of the content"
-)
-CLIPPED = (
-    f"the output contains lines longer than {LINE_LIMIT} characters; this preview shows "
-    f"only their first {LINE_LIMIT} characters"
-)
 SUMMARY = (
     "You are in the middle of a conversation that has been summarized.\n\nThe full "
     "conversation history has been saved to {path} should you need to refer back to it for "
     "details.\n\nA condensed summary follows:\n\n<summary>\n{summary}\n</summary>"
 )
-
-
-def preview(text: str) -> tuple[str, bool, bool]:
-    """(line-numbered preview, lines omitted, lines clipped) as Deep Agents renders it:
-    all lines when at most 10, else the first 5, a marker and the last 5; each shown
-    line clipped to 1000 characters."""
-    lines = text.splitlines()
-    omitted = len(lines) > HEAD + TAIL
-    shown = [*lines[:HEAD], *lines[-TAIL:]] if omitted else lines
-    clipped = any(len(line) > LINE_LIMIT for line in shown)
-    cut = [line[:LINE_LIMIT] for line in shown]
-    if not omitted:
-        return _numbered(cut, 1), False, clipped
-    tail = _numbered(cut[HEAD:], len(lines) - TAIL + 1)
-    middle = MARKER.format(len(lines) - HEAD - TAIL)
-    return f"{_numbered(cut[:HEAD], 1)}\n{middle}\n{tail}", True, clipped
-
-
-def _numbered(lines: list[str], start: int) -> str:
-    width = len(str(start + len(lines) - 1))
-    return "\n".join(f"{start + k:>{width}}  {line}" for k, line in enumerate(lines))
-
-
-def preview_note(omitted: bool, clipped: bool, subject: str) -> str:
-    """The sentence introducing a preview; it names only the losses the preview has."""
-    head = "showing the head and tail " if omitted else ""
-    caveats = [c for on, c in ((omitted, OMITTED), (clipped, CLIPPED)) if on]
-    note = f"Here is a preview {head}of the {subject}"
-    return f"{note} ({'; '.join(caveats)}):" if caveats else f"{note}:"
-
-
-def render_tool_stub(text: str, tool_call_id: str) -> str:
-    """The whole text that replaces an offloaded tool result."""
-    sample, omitted, clipped = preview(text)
-    shown = tool_call_id[:ID_SHOWN] + "..." if len(tool_call_id) > ID_SHOWN else tool_call_id
-    # The path keeps the id whole, with path separators replaced (an id over 128 bytes
-    # would become a hash: no provider makes one).
-    path_id = tool_call_id.replace(".", "_").replace("/", "_").replace("\\", "_")
-    note = preview_note(omitted, clipped, "result")
-    return TOOL_STUB.format(
-        tool_call_id=shown,
-        file_path=f"/large_tool_results/{path_id}",
-        preview_note=note,
-        content_sample=sample,
-    )
-
-
-def render_human_stub(text: str, file_path: str = HUMAN_PATH) -> str:
-    """The whole text that replaces an offloaded human message."""
-    sample, omitted, clipped = preview(text)
-    note = preview_note(omitted, clipped, "content")
-    return HUMAN_STUB.format(file_path=file_path, preview_note=note, content_sample=sample)
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +192,14 @@ class DeepAgentsPlanner:
 
 def _offload(ctx: Context, p: DeepAgentsParams) -> tuple[Statics, list[int]]:
     """The offloaded messages and their stubs' tokens (run's estimator), and every
-    message's count by the middleware's counter once stubs replace what they replace."""
+    message's count by the middleware's counter once stubs replace what they replace.
+
+    A tool result over skeleton.STUB_MIN_CHARS characters (every result offloaded at
+    the default limit, and at any tool_token_limit of 5,000 or more) has its stub
+    rendered by the skeleton, so the stub's tokens and characters are exact. A smaller
+    one (a lower limit) and a human message get _preview_size's approximation. What a
+    message keeps besides its stubs (other results, text) counts as its share by
+    characters of the message's tokens."""
     sk = ctx.skeleton
     if len(sk.langchain) != sk.size:
         raise ValueError("the skeleton has no LangChain forms: build it again")
@@ -254,18 +209,25 @@ def _offload(ctx: Context, p: DeepAgentsParams) -> tuple[Statics, list[int]]:
     fixed = {key: (len(text), ctx.count(text)) for key, text in _fixed_texts().items()}
     separators = ctx.count("\n" * 4 + "\n...\n" + "\n" * 4)  # in the skeleton's preview
     ends = set(sk.ends)
+    rendered = len(sk.stub_tokens) == sk.size  # skeletons built before stubs have none
     for i in big:
         body = max(sk.tokens[i] - MESSAGE_OVERHEAD, 1)
         rate = max(sk.chars[i], 1) / body  # characters per estimator token
         form = list(sk.langchain[i])
+        exact = sk.stub_tokens[i] if rendered else ()
         removed = stub = 0
         for k, (kind, chars, *rest) in enumerate(form):
             what = _offload_kind(sk, i, kind, chars, p, ends)
-            if what is not None:
-                key, content = _preview_size(sk, i, chars, what, rate, separators)
-                removed += chars
-                stub += fixed[key][1] + math.ceil(content / rate)
-                form[k] = (kind, fixed[key][0] + content, *rest)
+            if what is None:
+                continue
+            removed += chars
+            if what == "tool" and k < len(exact) and exact[k]:
+                stub += exact[k]
+                form[k] = (kind, sk.stub_chars[i][k], *rest)
+                continue
+            key, content = _preview_size(sk, i, chars, what, rate, separators)
+            stub += fixed[key][1] + math.ceil(content / rate)
+            form[k] = (kind, fixed[key][0] + content, *rest)
         if removed:
             kept = round(body * max(sk.chars[i] - removed, 0) / max(sk.chars[i], 1))
             statics.offloaded[i] = True
@@ -314,7 +276,9 @@ def _offload_kind(
 def _preview_size(
     sk: Skeleton, i: int, chars: int, what: str, rate: float, separators: int
 ) -> tuple[str, int]:
-    """(stub variant, characters of its preview lines) for a text of `chars` characters.
+    """(stub variant, characters of its preview lines) for a text of `chars` characters:
+    an approximation, for stubs the skeleton does not render (a human message, a tool
+    result of at most skeleton.STUB_MIN_CHARS characters).
 
     The skeleton keeps no line counts: sk.preview_tokens[i] (the unnumbered previews of
     the message's results) is shared out by size; human messages are assumed to have

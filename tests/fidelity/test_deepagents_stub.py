@@ -6,8 +6,11 @@ Three layers:
    tenacity<9.2, a downgrade of this environment): our stub renderer gives the very
    text the middleware writes, and our constants are the package's.
 2. Always: the stub rules read from the 0.7.32 source (_message_eviction,
-   backends.utils) and the size the policy counts for a stub, which comes from the
-   skeleton (no text, no line counts) and so is close to, not equal to, the stub's.
+   backends.utils) and the size the policy counts for a stub: for a tool result over
+   skeleton.STUB_MIN_CHARS characters (all that the default limit offloads) the stub's
+   very size, as the skeleton renders it at build; under that (offloaded only at a
+   lower limit) an approximation from the skeleton's preview (no line counts), close
+   to the stub's size but not equal to it.
 3. Always: summarization decisions against langchain 1.5.2's SummarizationMiddleware
    (which Deep Agents delegates trigger and cut to) on seeded random runs, with the
    package's glue around it (effective messages = summary + messages from the cut).
@@ -17,7 +20,9 @@ from __future__ import annotations
 
 import json
 import random
-from functools import partial
+import re
+from functools import cache, partial
+from hashlib import sha256
 from typing import Any
 
 import pytest
@@ -48,7 +53,7 @@ from contextsim.policies.deepagents import (
     render_human_stub,
     render_tool_stub,
 )
-from contextsim.skeleton import build
+from contextsim.skeleton import STUB_MIN_CHARS, build, from_dict, to_dict
 
 RNG_ALPHABET = "abc def ghi jkl\tёжи 上下文 😀"
 
@@ -68,7 +73,7 @@ def _texts() -> list[str]:
     return [*out, "a\r\nb\rc\x0bd\x1ce\u2028f\n" * 4, "\n\n\n", "end\n" * 30]
 
 
-IDS = ("call_1", "toolu_01A09q90qw90lq917835lq9", "c" * 32, "d" * 40, "x.y/z\\w")
+IDS = ("call_1", "toolu_01A09q90qw90lq917835lq9", "c" * 32, "d" * 40, "x.y/z\\w", "é" * 70)
 
 
 # --- 1. Against the package, when importable ------------------------------------------
@@ -90,6 +95,20 @@ def test_tool_stub_is_the_text_deepagents_renders(deepagents):
                 tool_call_id=call_id, file_path=path, content_str=text
             )
             assert render_tool_stub(text, call_id) == real
+
+
+def test_an_empty_call_id_gets_a_path_of_the_same_form(deepagents, tmp_path):
+    from deepagents.backends import FilesystemBackend
+    from deepagents.middleware._message_eviction import _offload_tool_message_content
+
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    for text in _texts():
+        message = ToolMessage(text, tool_call_id="")
+        real = _offload_tool_message_content(message, text, backend, "/large_tool_results")
+        assert real is not None and isinstance(real.content, str)
+        drawn = re.search(r"/large_tool_results/unknown-([0-9a-f]{8})\n", real.content)
+        assert drawn is not None
+        assert render_tool_stub(text, "").replace("0" * 8, drawn[1], 1) == real.content
 
 
 def test_human_stub_and_summary_are_the_texts_deepagents_renders(deepagents):
@@ -143,42 +162,168 @@ def test_stub_rules_of_0_7_32():
     assert "Here is a preview of the result (the output contains lines longer than 1000" in short
     assert "call a.b/" + "c" * 28 + "... was saved" in short  # ids over 32 are cut when shown
     assert "/large_tool_results/a_b_" + "c" * 40 + "\n" in short  # but whole in the path
+    hashed = render_tool_stub("x", "é" * 70)  # over 128 bytes: the path has its hash
+    assert "/large_tool_results/call-" + sha256(("é" * 70).encode()).hexdigest() + "\n" in hashed
+    unknown = render_tool_stub("x", "")  # no id: random in the package, zeros here
+    assert "tool call  was saved in the filesystem at this path: /large_tool_results/" in unknown
+    assert "/large_tool_results/unknown-00000000\n" in unknown
 
 
-def _stub_sizes(text: str, estimator: str) -> tuple[int, int]:
-    """(tokens the policy counts for the stub of `text`, tokens of the real stub)."""
+def _real_stub(text: str, call_id: str) -> str:
+    """The stub Deep Agents renders for `text`: the package's own rendering when it is
+    importable, else ours (the very same text: see layer 1)."""
+    try:
+        from deepagents.backends.utils import sanitize_tool_call_id
+        from deepagents.middleware._message_eviction import _render_too_large_tool_msg
+    except ImportError:
+        return render_tool_stub(text, call_id)
+    path = f"/large_tool_results/{sanitize_tool_call_id(call_id)}"
+    return _render_too_large_tool_msg(tool_call_id=call_id, file_path=path, content_str=text)
+
+
+def _planner(results: list[tuple[str, str]], estimator: str, limit: int) -> DeepAgentsPlanner:
+    """A planner over go / one call per (call id, text) / their results in one message /
+    done, at tool_token_limit `limit`."""
     est = ESTIMATORS[estimator]
+    calls = tuple(ToolCallPart(call_id, "fetch", "{}") for call_id, _ in results)
     messages = (
         Message("user", (TextPart("go"),)),
-        Message("assistant", (ToolCallPart(CALL_ID, "fetch", "{}"),)),
-        Message("tool", (ToolResultPart(CALL_ID, text),)),
+        Message("assistant", calls),
+        Message("tool", tuple(ToolResultPart(call_id, text) for call_id, text in results)),
         Message("assistant", (TextPart("done"),)),
     )
     sk = build(Run("r", messages), est)
-    planner = DeepAgentsPlanner(Context(sk, 10**6, 10**6, est.count), DeepAgentsParams())
+    params = DeepAgentsParams(tool_token_limit=limit)
+    return DeepAgentsPlanner(Context(sk, 10**6, 10**6, est.count), params)
+
+
+def _stub_sizes(text: str, estimator: str, call_id: str = CALL_ID, limit: int = 20_000):
+    """(tokens the policy counts for the stub of `text`, tokens of the real stub)."""
+    planner = _planner([(call_id, text)], estimator, limit)
     assert planner.statics.offloaded[2]
-    real = MESSAGE_OVERHEAD + est.count(render_tool_stub(text, CALL_ID))
+    real = MESSAGE_OVERHEAD + ESTIMATORS[estimator].count(_real_stub(text, call_id))
     return planner.statics.offload_tokens[2], real
 
 
+def _widths(rng: random.Random, widths: list[int]) -> str:
+    return "\n".join("".join(rng.choice(RNG_ALPHABET) for _ in range(w)) for w in widths)
+
+
+@cache
+def _big_texts() -> dict[str, str]:
+    """Results over STUB_MIN_CHARS characters: few and many lines, short and very long."""
+    rng = random.Random(11)
+    return {
+        "many short lines": _text(rng, 3_000, 80),
+        "many lines of 160": _text(rng, 1_500, 160),
+        "40,000 tiny lines": _text(rng, 40_000, 6),
+        "lines near the clip": _text(rng, 200, 900),
+        "one line": "y" * 90_000,
+        "three long lines": "\n".join(["y" * 30_000] * 3),
+        "seven mixed lines": _widths(rng, [12_000, 5, 4_000, 0, 999, 1_001, 3_000]),
+        "twelve clipped lines": _widths(rng, [2_000] * 12),
+        "long head and tail": _widths(rng, [5_000, 7_000, *[10] * 3_000, 3_000]),
+        "blank lines": "\n" * 25_000,
+        "windows line ends": "row\r\n" * 6_000,
+        "just over the minimum": "z" * (STUB_MIN_CHARS + 1),
+    }
+
+
+BIG_IDS = (CALL_ID, "call_1", "d" * 40, "x.y/z\\w" + "q" * 30, "é" * 70)
+"""Call ids: short, Anthropic-like, cut when shown, with path separators, hashed."""
+
+
 @pytest.mark.parametrize("estimator", ["chars4", "script", "o200k"])
-@pytest.mark.parametrize(("lines", "width"), [(3_000, 80), (1_500, 160), (40_000, 6), (200, 900)])
-def test_counted_stub_is_within_a_few_tokens_when_lines_fit_the_preview(estimator, lines, width):
-    # The skeleton's preview has the lines but not their numbers or the marker's count:
-    # the policy assumes 1,000 lines, so only the gutters and the marker can differ.
+@pytest.mark.parametrize("shape", list(_big_texts()))
+def test_counted_stub_is_the_real_stub_above_the_minimum(estimator, shape):
+    # Results over STUB_MIN_CHARS: the skeleton renders the stub from the text and the
+    # real call id, so the policy counts exactly the stub Deep Agents writes, under the
+    # run's estimator and, for the middleware's decisions, under its own counter.
+    text = _big_texts()[shape]
+    assert len(text) > STUB_MIN_CHARS
+    est = ESTIMATORS[estimator]
+    limits = [STUB_MIN_CHARS // 4] + ([20_000] if len(text) > 4 * 20_000 else [])
+    for call_id in BIG_IDS:
+        real = _real_stub(text, call_id)
+        lc = ToolMessage(real, tool_call_id=call_id, name="fetch")
+        for limit in limits:  # the lowest exact limit, and the default when it offloads
+            planner = _planner([(call_id, text)], estimator, limit)
+            assert planner.statics.offloaded[2]
+            counted = planner.statics.offload_tokens[2]
+            assert counted == MESSAGE_OVERHEAD + est.count(real), (call_id, limit)
+            assert planner.counts[2] == count_tokens_approximately([lc], chars_per_token=3.3)
+
+
+@pytest.mark.parametrize("estimator", ["chars4", "o200k"])
+def test_each_result_of_a_message_has_its_own_stub(estimator):
+    # One ToolMessage per result: only those over the limit are offloaded, each with its
+    # own stub; the rest of the message counts as its share by characters of the
+    # message's tokens (close under chars4 only: o200k's tokens per character vary).
+    rng = random.Random(3)
+    first, small, second = _text(rng, 900, 60), "s" * 5_000, _text(rng, 20, 3_000)
+    results = [("call_a", first), ("call_b", small), ("d" * 40, second)]
+    planner = _planner(results, estimator, STUB_MIN_CHARS // 4)
+    est = ESTIMATORS[estimator]
+    stubs = [_real_stub(first, "call_a"), _real_stub(second, "d" * 40)]
+    exact = MESSAGE_OVERHEAD + sum(est.count(t) for t in stubs)
+    kept = planner.statics.offload_tokens[2] - exact
+    assert kept > 0
+    if estimator == "chars4":
+        assert abs(kept - est.count(small)) <= 2
+    lc = [
+        ToolMessage(stubs[0], tool_call_id="call_a", name="fetch"),
+        ToolMessage(small, tool_call_id="call_b", name="fetch"),
+        ToolMessage(stubs[1], tool_call_id="d" * 40, name="fetch"),
+    ]
+    assert planner.counts[2] == count_tokens_approximately(lc, chars_per_token=3.3)
+    sk = planner.sk
+    assert sk.stub_tokens[2][1] == sk.stub_chars[2][1] == 0  # not over STUB_MIN_CHARS
+    assert sk.stub_chars[2][0] == len(stubs[0]) and sk.stub_tokens[1] == ()
+
+
+def test_stubs_are_rendered_only_above_the_minimum():
+    at, over = "z" * STUB_MIN_CHARS, "z" * (STUB_MIN_CHARS + 1)
+    sk = _planner([("a", at), ("b", over)], "chars4", 1_000).sk
+    assert sk.stub_chars[2] == (0, len(render_tool_stub(over, "b")))
+    assert _planner([("a", at)], "chars4", 1_000).sk.stub_tokens == ((),) * 4
+
+
+@pytest.mark.parametrize("estimator", ["chars4", "script", "o200k"])
+@pytest.mark.parametrize(("lines", "width"), [(600, 60), (1_500, 24), (150, 250), (4_000, 8)])
+def test_counted_stub_is_within_a_few_tokens_at_or_under_the_minimum(estimator, lines, width):
+    # At most STUB_MIN_CHARS characters (offloaded only at a tool_token_limit under
+    # 5,000) the stub is not rendered: its size comes from the skeleton's preview, which
+    # has the lines but not their numbers or the marker's count. The policy assumes
+    # 1,000 lines, so only the gutters and the marker can differ.
     rng = random.Random(lines)
     text = _text(rng, lines, width)
-    ours, real = _stub_sizes(text, estimator)
+    assert 4 * 500 < len(text) <= STUB_MIN_CHARS
+    ours, real = _stub_sizes(text, estimator, limit=500)
     assert abs(ours - real) <= 6, (ours, real)
 
 
 @pytest.mark.parametrize("estimator", ["chars4", "o200k"])
-def test_counted_stub_of_few_long_lines_assumes_one_line(estimator):
-    one, real_one = _stub_sizes("y" * 90_000, estimator)
+def test_counted_stub_of_few_long_lines_at_or_under_the_minimum_assumes_one_line(estimator):
+    one, real_one = _stub_sizes("y" * 15_000, estimator, limit=1_000)
     assert abs(one - real_one) <= 2  # exact up to rounding: one line of 1,000 shown
-    three, real_three = _stub_sizes("\n".join(["y" * 30_000] * 3), estimator)
+    three, real_three = _stub_sizes("\n".join(["y" * 5_000] * 3), estimator, limit=1_000)
     # Every line is clipped to 1,000 characters, and the policy counts only one of them.
     assert abs(three - one) <= 2 and three < real_three
+
+
+def test_skeleton_data_keeps_the_stub_sizes():
+    text = "\n".join(["y" * 30_000] * 3)
+    sk = _planner([("call_a", "s" * 100), ("call_b", text)], "o200k", 20_000).sk
+    assert sk.stub_tokens[2][0] == 0 < sk.stub_tokens[2][1]
+    assert sk.stub_chars[2] == (0, len(render_tool_stub(text, "call_b")))
+    data = json.loads(json.dumps(to_dict(sk)))
+    assert from_dict(data) == sk
+    # Data stored before the fields existed still loads: the policy then approximates.
+    old = from_dict({k: v for k, v in data.items() if k not in ("stub_tokens", "stub_chars")})
+    assert old.stub_tokens == old.stub_chars == ()
+    est = ESTIMATORS["o200k"]
+    approx = DeepAgentsPlanner(Context(old, 10**6, 10**6, est.count), DeepAgentsParams())
+    assert approx.statics.offloaded[2]
 
 
 # --- 3. Summarization decisions against langchain's middleware ---------------------------
@@ -189,8 +334,9 @@ ID_WIDTH = len(CALL_ID)
 
 
 def _run(rng: random.Random) -> list[Message]:
-    """A seeded run. Offloadable results are one long line and big human messages 1,000
-    lines of 100 characters: the shapes whose stub size the skeleton pins down exactly."""
+    """A seeded run. Offloadable results are one long line of at most STUB_MIN_CHARS
+    characters or any text over it, and big human messages 1,000 lines of 100
+    characters: the shapes whose stub size the policy knows exactly."""
     messages = [Message("system", (TextPart("s" * rng.randint(0, 3_000)),))]
     messages.append(Message("user", (TextPart("u" * rng.randint(1, 2_000)),)))
     calls = 0
@@ -208,6 +354,9 @@ def _run(rng: random.Random) -> list[Message]:
         for i in ids:
             big = rng.random() < 0.1
             text = "b" * rng.randint(9_000, 20_000) if big else _text(rng, 20, 60)
+            if big and rng.random() < 0.5:  # over the minimum: lines of any shape
+                lines = rng.choice((2, 9, 300))
+                text = "b" * STUB_MIN_CHARS + "\n" + _text(rng, lines, 12_000 // lines)
             messages.append(Message("tool", (ToolResultPart(i, text),)))
     return messages
 
