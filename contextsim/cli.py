@@ -3,6 +3,8 @@
 ``python -m contextsim inspect PATH [--format NAME] [--json]``: what a log holds.
 ``python -m contextsim simulate PATH|demo:NAME [--policy P]... [--budget N] ...``: what
 each policy would send at every request, and the problems found.
+``python -m contextsim estimators PATH... [--reference o200k|cl100k] [--json]``: every
+estimator against a real tokenizer, per writing script.
 
 Works without Django. On bad input it prints the error to stderr and exits 2.
 """
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from contextsim.costs import PRESETS, Prices
+from contextsim.estimator_report import compare_text, file_text, signed_error
 from contextsim.estimators import ESTIMATORS
 from contextsim.formats import IMPORTERS, FormatError, parse_path
 from contextsim.model import Run, request_count
@@ -157,6 +160,27 @@ def _configs(policies: list[str], settings: list[str]) -> list[tuple[str, object
     return configs
 
 
+def _estimators(args: argparse.Namespace) -> int:
+    files = []
+    for path in args.paths:
+        report = compare_text(file_text(path), args.reference)
+        files.append({"path": path, **report})
+    if args.json:
+        print(json.dumps({"reference": args.reference, "files": files}, indent=1))
+        return 0
+    for f in files:
+        print(f"{f['path']} (reference {args.reference})")
+        names = [n for n in f["total"] if n not in ("chars", "reference")]
+        print("  " + " ".join(f"{h:>16}" for h in ("script", "chars", "reference", *names)))
+        for script, row in [*f["scripts"].items(), ("total", f["total"])]:
+            cells = [script, f"{row['chars']:,}", f"{row['reference']:,}"]
+            for n in names:
+                error = signed_error(row[n], row["reference"])
+                cells.append(f"{row[n]:,}" + ("" if error is None else f" {error:+.0%}"))
+            print("  " + " ".join(f"{c:>16}" for c in cells))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m contextsim", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -194,6 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.add_argument("--steps", action="store_true", help="add one record per request")
     sim.set_defaults(handler=_simulate)
+    est = sub.add_parser("estimators", help="compare estimators by writing script")
+    est.add_argument("paths", nargs="+", help="text files or run logs")
+    est.add_argument("--reference", choices=("o200k", "cl100k"), default="o200k")
+    est.add_argument("--json", action="store_true", help="print one JSON object")
+    est.set_defaults(handler=_estimators)
     return parser
 
 

@@ -155,3 +155,18 @@ class RunSkeleton(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "estimator"], name="skeleton_run_estimator")
         ]
+
+
+class EstimatorReport(models.Model):
+    """A run's estimator comparison by script against one reference tokenizer: it reads
+    and tokenizes the run's whole text, so it is computed once and kept."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="estimator_reports")
+    reference = models.CharField(max_length=20)
+    data = models.JSONField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "reference"], name="report_run_reference")
+        ]

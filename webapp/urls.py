@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from webapp import views, views_dashboard
+from webapp import views, views_dashboard, views_estimators
 
 urlpatterns = [
     path("", views.runs_list, name="runs"),
@@ -10,6 +10,10 @@ urlpatterns = [
     path("runs/<str:public_id>/", views_dashboard.run_dashboard, name="run"),
     path("runs/<str:public_id>/requests/", views.run_detail, name="run-requests"),
     path("runs/<str:public_id>/ledger/", views_dashboard.ledger, name="ledger"),
+    path(
+        "runs/<str:public_id>/estimators/", views_estimators.run_estimators, name="run-estimators"
+    ),
+    path("estimators/", views_estimators.playground, name="playground"),
     path("runs/<str:public_id>/steps/<int:step>/", views_dashboard.step_inspector, name="step"),
     path(
         "runs/<str:public_id>/messages/<int:index>/",

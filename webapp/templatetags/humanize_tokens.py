@@ -57,3 +57,26 @@ def json_data(value: Any, element_id: str) -> SafeString:
     return format_html(
         '<script id="{}" type="application/json">{}</script>', element_id, mark_safe(text)
     )
+
+
+SCRIPT_NAMES = {
+    "ascii_alnum": "ASCII letters and digits",
+    "ascii_other": "ASCII punctuation and spaces",
+    "latin_accented": "accented Latin",
+    "indic": "Devanagari and other Indic",
+    "han": "Han (Chinese characters)",
+    "kana": "kana",
+    "other": "other symbols",
+    "total": "all",
+}
+
+
+@register.filter
+def script_name(script: str) -> str:
+    return SCRIPT_NAMES.get(script, script.replace("_", " ").capitalize())
+
+
+@register.filter
+def percent(value: float | None) -> str:
+    """0.123 -> '+12.3%'."""
+    return "" if value is None else f"{value:+.1%}"

@@ -1,0 +1,260 @@
+"""The fast half of contextsim.scripts: one class code per code point, in C-speed passes.
+
+Python has no vectorized lookup from code points to classes: str.translate on non-ASCII
+text and regular expressions both cost a per-character step of ~10-50 ns. Byte
+operations are ~1 ns per byte, so the text is read as UTF-16 (every BMP character one
+2-byte unit, fixed offsets, unlike UTF-8) and split into its high and low bytes:
+
+- the high byte (a 256-code-point block) is translated to a slot X and a mask M;
+- the low byte is translated to Y = cell << 2 | quarter, where the quarter is the low
+  byte's top two bits and the cell one of at most eight sets of low bytes in that
+  quarter (ASCII letters, digits, space, newline, punctuation..., see _cells);
+- big-integer bit operations, which are bytewise here, combine them into one key byte
+  per unit, K = X | (Y & M). A "quarter" block (M = 3) keeps 64-code-point resolution;
+  a "full" block (M = 0x1F: Latin-1, U+FExx, and the high surrogates of planes 1-3)
+  keeps the cells, fine enough for ASCII classes, × and ÷, the variation selectors
+  and the emoji planes;
+- one more translation turns keys into class codes (CODES_OF) and drops low surrogates,
+  so the result has one byte per code point, aligned with the str.
+
+Code points in a key's range that do not share one class are RARE (resolved one by one
+by contextsim.scripts, only when present), or, where one class has at most two
+exceptions, counted with str.count (SINGLETONS). The tables are built from
+scripts.RANGES at import (a few ms); the tests compare every code point's class here
+with scripts.range_class.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+
+from contextsim.scripts import MARK, RANGES, SCRIPTS, range_class
+
+RARE = "rare"
+"""Class of characters whose key does not decide their script (classified one by one)."""
+SKIP = "skip"
+"""Class of low surrogates: the second half of an astral character, not counted."""
+
+# Fine codes. ASCII is split further than its two scripts (for the estimators).
+ASCII_FINE = {"letter": b"a", "digit": b"d", "space": b" ", "newline": b"n",
+              "punct": b"p", "control": b"c"}  # fmt: skip
+_SCRIPT_CODE = dict(zip(SCRIPTS[2:], b"lygrhitzkueo", strict=True))
+CODES_OF: dict[str, bytes] = {
+    "ascii_alnum": b"ad",
+    "ascii_other": b" npc",
+    **{name: bytes([code]) for name, code in _SCRIPT_CODE.items()},
+    MARK: b"m",
+    RARE: b"x",
+}
+"""Class name -> the codes scan() writes for it."""
+
+_FULL_HIGH = (0x00, 0xD8, 0xFE)
+"""High bytes kept at cell resolution (slots 0, 1, 2: X = slot << 5, M = 0x1F)."""
+_QUARTER_BASE = 0x60
+"""First X of quarter-resolution slots (X = 0x60 + 4 * slot, M = 3)."""
+
+
+def _cells() -> list[int]:
+    """Y for every low byte: cell << 2 | quarter. Cells split each quarter so that full
+    blocks resolve ASCII classes, U+00D7 and U+00F7, and sixteenths (for U+FExx and
+    for planes 1-3, whose emoji plane starts at high surrogate U+D83C)."""
+    y = []
+    for lo in range(256):
+        q = lo >> 6
+        six = (lo >> 4) & 3
+        if q == 0:
+            bounds = (0x0A, 0x0B, 0x10, 0x20, 0x21, 0x30, 0x3A, 0x3C)
+            cell = {0x0A: 0}.get(lo, 1) if lo < 0x10 else bisect_right(bounds, lo) - 1
+        elif q == 1:
+            cell = six * 2 + chr(lo).isalpha()
+        elif q == 2:
+            cell = six
+        else:
+            cell = six * 2 + (lo in (0xD7, 0xF7))
+        y.append(cell << 2 | q)
+    return y
+
+
+_Y = _cells()
+_STARTS = [first for first, _, _ in RANGES]
+
+
+def _classes(first: int, last: int) -> set[str]:
+    """The RANGES classes of code points first..last (gaps are "other")."""
+    found: set[str] = set()
+    i = max(bisect_right(_STARTS, first) - 1, 0)
+    at = first
+    for a, b, name in RANGES[i:]:
+        if a > last:
+            break
+        if b < at:
+            continue
+        if a > at:
+            found.add("other")
+        found.add(name)
+        at = b + 1
+        if at > last:
+            return found
+    found.add("other")
+    return found
+
+
+def _span(high: int, lows: list[int]) -> list[tuple[int, int]]:
+    """Code point intervals of the units high << 8 | low for `lows` (a high surrogate
+    unit stands for the 1,024 astral code points it starts)."""
+    if 0xDC <= high <= 0xDF:
+        return []
+    if 0xD8 <= high <= 0xDB:
+        base = 0x10000 + ((high - 0xD8) << 18)
+        return [(base + (lo << 10), base + (lo << 10) + 1023) for lo in lows]
+    return [(high << 8 | lo, high << 8 | lo) for lo in lows]
+
+
+SINGLETONS: dict[int, tuple[str, tuple[tuple[str, str], ...]]] = {}
+"""Code -> (class of its code points, ((char, class), ...) its at most two exceptions)."""
+
+
+def _code(high: int, lows: list[int]) -> int:
+    """The class code of the units high << 8 | low, low in `lows`: one class's code,
+    a new SINGLETONS code, RARE, or 0 for low surrogates (dropped)."""
+    if 0xDC <= high <= 0xDF:
+        return 0
+    found: set[str] = set()
+    for a, b in _span(high, lows):
+        found |= _classes(a, b)
+    if len(found) == 1 and len(CODES_OF[name := found.pop()]) == 1:
+        return CODES_OF[name][0]
+    if 0xD8 <= high <= 0xDB:
+        return CODES_OF[RARE][0]
+    by_class: dict[str, list[int]] = {}
+    for lo in lows:
+        by_class.setdefault(range_class(high << 8 | lo), []).append(high << 8 | lo)
+    main = max(by_class, key=lambda name: len(by_class[name]))
+    odd = tuple((chr(c), name) for name, cs in by_class.items() if name != main for c in cs)
+    if len(odd) <= 2 and main in _SCRIPT_CODE and all(n in _SCRIPT_CODE for _, n in odd):
+        code = 0x80 + len(SINGLETONS)
+        SINGLETONS[code] = (main, odd)
+        return code
+    return CODES_OF[RARE][0]
+
+
+def _ascii_code(lo: int) -> int:
+    """The ASCII_FINE code of byte `lo` < 0x80."""
+    char = chr(lo)
+    if char.isalpha():
+        kind = "letter"
+    elif char.isdigit():
+        kind = "digit"
+    else:
+        kind = {" ": "space", "\n": "newline"}.get(char) or (
+            "control" if lo < 0x20 or lo == 0x7F else "punct"
+        )
+    return ASCII_FINE[kind][0]
+
+
+def _keys(high: int, x: int, mask: int) -> dict[int, list[int]]:
+    """Key -> the low bytes that give it, for high byte `high` with slot X `x`."""
+    found: dict[int, list[int]] = {}
+    for lo in range(256):
+        found.setdefault(x | (_Y[lo] & mask), []).append(lo)
+    return found
+
+
+def _build() -> tuple[bytes, bytes, bytes, bytes, dict[int, list[tuple[int, int]]]]:
+    """(X table, M table, final key -> code table, key -> the code point intervals it
+    stands for)."""
+    x_table, m_table, final = [0] * 256, [0] * 256, [0] * 256
+    spans: dict[int, list[tuple[int, int]]] = {}
+    patterns: dict[tuple[int, ...], int] = {}
+    for high in range(256):
+        if high in _FULL_HIGH:
+            x, mask = _FULL_HIGH.index(high) << 5, 0x1F
+        else:
+            quarters = tuple(_code(high, list(range(q * 64, q * 64 + 64))) for q in range(4))
+            x, mask = _QUARTER_BASE + 4 * patterns.setdefault(quarters, len(patterns)), 0x03
+            if x > 0xFC:
+                raise RuntimeError("scriptscan: too many distinct block patterns")
+        x_table[high], m_table[high] = x, mask
+        for key, lows in _keys(high, x, mask).items():
+            if mask == 0x03:
+                final[key] = quarters[key & 3]
+            elif high == 0 and lows[0] < 0x80:
+                final[key] = _ascii_code(lows[0])
+            else:
+                final[key] = _code(high, lows)
+            spans.setdefault(key, []).extend(_span(high, lows))
+    return bytes(x_table), bytes(m_table), bytes(final), spans
+
+
+_X, _M, _FINAL, _SPANS = _build()
+_YT = bytes(_Y)
+_SKIP = bytes(key for key in range(256) if not _FINAL[key])
+_ASCII_FINAL = bytes(_ascii_code(lo) if lo < 0x80 else 0 for lo in range(256))
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _rare_class() -> str:
+    """A regex character class of every code point scan() codes RARE."""
+    rare = sorted(s for key, ss in _SPANS.items() if _FINAL[key] == CODES_OF[RARE][0] for s in ss)
+    merged: list[list[int]] = []
+    for a, b in rare:
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return "[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in merged) + "]+"
+
+
+RARE_CHARS = re.compile(_rare_class())
+"""Runs of the characters scan() codes RARE."""
+
+
+def scan(text: str) -> bytes:
+    """One code per code point of `text` (CODES_OF, ASCII_FINE or a SINGLETONS code):
+    len(scan(text)) == len(text), and scan(text)[i] classifies text[i]."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_FINAL)
+    try:
+        units = text.encode("utf-16-le")
+    except UnicodeEncodeError:  # lone surrogates: "other", like U+25A1 (a plain key)
+        units = _LONE.sub("\u25a1", text).encode("utf-16-le")
+    high, low = units[1::2], units[0::2]
+    x = int.from_bytes(high.translate(_X), "little")
+    m = int.from_bytes(high.translate(_M), "little")
+    y = int.from_bytes(low.translate(_YT), "little")
+    keys = (x | (y & m)).to_bytes(len(high), "little")
+    return keys.translate(_FINAL, _SKIP)
+
+
+_ORDER = [
+    (bytes([code]), name)
+    for codes, name in sorted((codes, name) for name, codes in CODES_OF.items())
+    for code in codes
+]
+_ORDER.sort(key=lambda item: b"a p dnzcyluegikrhtomx".find(item[0]))
+
+
+def scan_counts(text: str) -> dict[str, int]:
+    """Code points of `text` per class: SCRIPTS names, MARK and RARE (zero counts may be
+    missing); singleton exceptions are already resolved."""
+    stream = scan(text)
+    counts: dict[str, int] = {}
+    left = len(stream)
+    for code, name in _ORDER:
+        if not left:
+            break
+        n = stream.count(code)
+        if n:
+            counts[name] = counts.get(name, 0) + n
+            left -= n
+    for single, (main, odd) in SINGLETONS.items():
+        n = stream.count(single) if left else 0
+        if n:
+            left -= n
+            for char, name in odd:
+                k = text.count(char)
+                counts[name] = counts.get(name, 0) + k
+                n -= k
+            counts[main] = counts.get(main, 0) + n
+    return counts

@@ -1,0 +1,90 @@
+"""The estimator pages: a run's comparison by script and per request, and the playground."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from contextsim.estimators import ESTIMATORS
+from tests.web.test_import_service import import_bytes
+from webapp.models import EstimatorReport, Run
+
+pytestmark = pytest.mark.django_db
+
+RUSSIAN = "Съешь же ещё этих мягких французских булок, да выпей чаю. " * 400
+
+
+@pytest.fixture
+def run(alice) -> Run:
+    messages = [{"role": "user", "content": "read"}]
+    for i in range(4):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_call", "id": f"c{i}", "name": "read", "arguments": {}}],
+                "usage": {"input_tokens": 12_000 * (i + 1)},
+            }
+        )
+        messages.append(
+            {
+                "role": "tool",
+                "content": [{"type": "tool_result", "call_id": f"c{i}", "text": RUSSIAN}],
+            }
+        )
+    doc = {"contextsim": 1, "runs": [{"title": "ru", "messages": messages}]}
+    import_bytes(alice, "ru.json", json.dumps(doc).encode())
+    return Run.objects.get(title="ru")
+
+
+def test_run_page_compares_every_estimator_by_script(alice_client, run):
+    response = alice_client.get(reverse("run-estimators", args=[run.public_id]))
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "Cyrillic" in page
+    for name in ESTIMATORS:
+        assert f">{name}</th>" in page
+    assert EstimatorReport.objects.filter(run=run, reference="o200k").count() == 1
+
+
+def test_requests_said_to_fit_but_measured_over_are_listed(alice_client, run):
+    page = alice_client.get(
+        reverse("run-estimators", args=[run.public_id]), {"budget": 20_000}
+    ).content.decode()
+    listed = page.split("did not")[1]
+    assert "chars4" in listed and f"/runs/{run.public_id}/steps/" in listed
+
+
+def test_bad_reference_or_budget_is_explained(alice_client, run):
+    url = reverse("run-estimators", args=[run.public_id])
+    bad = alice_client.get(url, {"reference": "gpt2"})
+    assert bad.status_code == 400 and "reference: unknown" in bad.content.decode()
+    assert alice_client.get(url, {"budget": "-1"}).status_code == 400
+
+
+def test_playground_counts_pasted_text_and_highlights_scripts(db):
+    client = Client()
+    response = client.post(
+        reverse("playground"), {"text": "Hello мир 世界 <b>x</b>", "reference": "cl100k"}
+    )
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert 'class="s-cyrillic"' in page and 'class="s-han"' in page
+    assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
+
+
+def test_playground_rejects_non_utf8_uploads(db):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    response = Client().post(
+        reverse("playground"), {"file": SimpleUploadedFile("x.txt", b"caf\xe9")}
+    )
+    assert response.status_code == 400 and "not valid UTF-8" in response.content.decode()
+
+
+def test_private_run_estimators_are_404_for_others(bob, run):
+    client = Client()
+    client.force_login(bob)
+    assert client.get(reverse("run-estimators", args=[run.public_id])).status_code == 404

@@ -1,0 +1,117 @@
+"""Estimator comparison pages: a run's text by script, its requests against measured
+usage, and a playground for any text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from contextsim.estimator_report import REFERENCES, compare_text, signed_error
+from contextsim.estimators import ESTIMATORS
+from contextsim.scripts import segments
+from webapp import selectors
+from webapp.charts import estimates_figure
+from webapp.services.estimator_reports import estimator_report
+
+HIGHLIGHT_CHARS = 20_000
+MAX_TEXT = 2_000_000
+
+
+def script_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per script (then the total): figures and each estimator's signed error."""
+    rows = []
+    for script, row in [*report["scripts"].items(), ("total", report["total"])]:
+        estimates = []
+        for name in ESTIMATORS:
+            error = signed_error(row.get(name, 0), row["reference"])
+            estimates.append(
+                {
+                    "name": name,
+                    "tokens": row.get(name, 0),
+                    "error": error,
+                    "width": min(abs(error or 0) * 100, 100),
+                }
+            )
+        per_token = row["chars"] / row["reference"] if row["reference"] else None
+        rows.append(
+            {
+                "script": script,
+                "chars": row["chars"],
+                "reference": row["reference"],
+                "per_token": per_token,
+                "estimates": estimates,
+            }
+        )
+    return rows
+
+
+def _reference(request: HttpRequest) -> tuple[str, str]:
+    reference = request.GET.get("reference") or request.POST.get("reference") or "o200k"
+    if reference not in REFERENCES:
+        return "o200k", f"reference: unknown {reference!r}; expected o200k or cl100k"
+    return reference, ""
+
+
+@require_GET
+def run_estimators(request: HttpRequest, public_id: str) -> HttpResponse:
+    run = selectors.get_run(request.user, public_id)
+    reference, error = _reference(request)
+    try:
+        budget = int(request.GET.get("budget") or 400_000)
+        if budget <= 0:
+            raise ValueError
+    except ValueError:
+        budget, error = 400_000, "budget: expected a positive whole number of tokens"
+    rows = selectors.request_rows(run)
+    misses = [
+        {"step": r.step, "estimator": name, "estimate": r.estimates[name], "measured": r.measured}
+        for r in rows
+        if r.measured is not None and r.measured > budget
+        for name in ESTIMATORS
+        if r.estimates.get(name, 0) <= budget
+    ]
+    context = {
+        "run": run,
+        "reference": reference,
+        "references": list(REFERENCES),
+        "budget": budget,
+        "error": error,
+        "scripts": script_rows(estimator_report(run, reference)),
+        "estimators": list(ESTIMATORS),
+        "misses": misses[:200],
+        "miss_count": len(misses),
+        "figure": estimates_figure(rows, budget),
+        "measured": any(r.measured for r in rows),
+    }
+    return render(request, "estimators_run.html", context, status=400 if error else 200)
+
+
+@require_http_methods(["GET", "POST"])
+def playground(request: HttpRequest) -> HttpResponse:
+    reference, error = _reference(request)
+    text = request.POST.get("text", "")
+    upload = request.FILES.get("file")
+    if upload is not None:
+        try:
+            text = upload.read(MAX_TEXT + 1).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            error = f"{upload.name}: not valid UTF-8 text (byte offset {exc.start})"
+    if len(text) > MAX_TEXT:
+        error, text = f"the text is over {MAX_TEXT:,} characters; paste or upload less", ""
+    context: dict[str, Any] = {
+        "reference": reference,
+        "references": list(REFERENCES),
+        "text": text,
+        "error": error,
+        "estimators": list(ESTIMATORS),
+    }
+    if text and not error:
+        context["scripts"] = script_rows(compare_text(text, reference))
+        shown = text[:HIGHLIGHT_CHARS]
+        context["pieces"] = [(script, shown[a:b]) for script, a, b in segments(shown)]
+        context["cut"] = len(text) > HIGHLIGHT_CHARS
+    template = "playground.html#result" if request.htmx else "playground.html"
+    return render(request, template, context, status=400 if error else 200)
