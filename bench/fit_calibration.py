@@ -1,6 +1,6 @@
 """Fit the calibrated estimators: ``python bench/fit_calibration.py [--check]``.
 
-Training text: bench/calibration/*.txt, written for this project (prose in 26 languages
+Training text: bench/calibration/*.txt, written for this project (prose in 24 languages
 and registers, chat with emoji, code and tool output); never the UDHR corpus the
 estimators are evaluated on. Each file is split into paragraphs (blank-line separated),
 each paragraph one sample: its features (contextsim.estimators.calibrated.features)
@@ -33,6 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: make `contextsim` importable
     sys.path.insert(0, str(ROOT))
+
+import tiktoken  # noqa: E402
 
 from contextsim.estimators.calibrated import CONSTANTS, FEATURES, features  # noqa: E402
 from contextsim.estimators.offline_bpe import encoding  # noqa: E402
@@ -94,7 +96,7 @@ def predict(coefficients: dict[str, float], found: dict[str, int]) -> float:
     return sum(coefficients[name] * found[name] for name in coefficients)
 
 
-def fit(model: str, data: list[tuple[str, str, dict[str, int]]]) -> dict[str, object]:
+def fit(model: str, data: list[Sample]) -> dict[str, object]:
     """The constants of one model, with its training errors per file."""
     enc = encoding(MODELS[model])
     names = list(FEATURES)
@@ -119,7 +121,13 @@ def fit(model: str, data: list[tuple[str, str, dict[str, int]]]) -> dict[str, ob
     }
 
 
-def file_errors(coefficients: dict[str, float], enc: object, data: list[tuple[str, str, dict[str, int]]]) -> dict[str, float]:
+Sample = tuple[str, str, dict[str, int]]
+"""(training file name, paragraph, its features)."""
+
+
+def file_errors(
+    coefficients: dict[str, float], enc: tiktoken.Encoding, data: list[Sample]
+) -> dict[str, float]:
     """Signed relative error of the model on each whole training file."""
     by_file: dict[str, list[str]] = {}
     for file, paragraph, _ in data:
@@ -127,7 +135,7 @@ def file_errors(coefficients: dict[str, float], enc: object, data: list[tuple[st
     out = {}
     for file, paragraphs in by_file.items():
         text = "\n\n".join(paragraphs)
-        real = len(enc.encode_ordinary(text))  # type: ignore[attr-defined]
+        real = len(enc.encode_ordinary(text))
         out[file] = predict(coefficients, features(text)) / real - 1
     return out
 
@@ -142,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         "samples": len(data),
         "models": {model: fit(model, data) for model in MODELS},
     }
-    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
+    text = json.dumps(result, indent=1) + "\n"
     for model, entry in result["models"].items():  # type: ignore[union-attr]
         worst = sorted(entry["training_errors"].items(), key=lambda kv: kv[1])
         print(f"{model}: scale {entry['scale']}, training files from {worst[0]} to {worst[-1]}")

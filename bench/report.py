@@ -54,7 +54,7 @@ class Figure:
         if self.target is None:
             return ""
         op, threshold = self.target
-        return f"{op} {threshold:g}{'x' if self.unit == 'x' else ' ' + self.unit}"
+        return f"{op} {threshold:g}{self.unit if self.unit in ('x', '%') else ' ' + self.unit}"
 
     def verdict(self) -> str:
         return {None: "", True: "ok", False: "MISS"}[self.ok]
@@ -65,6 +65,8 @@ def _number(value: float, unit: str) -> str:
         return f"{value:.4f} s" if value < 1 else f"{value:.2f} s"
     if unit == "x":
         return f"{value:,.1f}x"
+    if unit == "%":
+        return f"{value:.1f}%"
     return f"{value:,.0f} {unit}".strip()
 
 

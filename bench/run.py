@@ -26,6 +26,7 @@ from bench.report import RESULTS, Figure, machine, markdown, record, table  # no
 SUITES: dict[str, str] = {
     "simulate": "bench.suite_simulate:run",
     "dashboard": "bench.suite_dashboard:run",
+    "estimators": "bench.suite_estimators:run",
 }
 """Suite name -> "module:function" returning list[Figure]."""
 

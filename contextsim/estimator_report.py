@@ -56,9 +56,9 @@ def run_text(run: Run) -> str:
     for message in run.messages:
         for part in message.parts:
             if part.type in ("text", "thinking", "tool_result"):
-                out.append(part.text)  # type: ignore[union-attr]
+                out.append(part.text)
             elif part.type == "tool_call":
-                out.append(part.name + part.arguments)  # type: ignore[union-attr]
+                out.append(part.name + part.arguments)
     return "\n".join(out)
 
 

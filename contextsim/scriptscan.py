@@ -12,7 +12,7 @@ operations are ~1 ns per byte, so the text is read as UTF-16 (every BMP characte
 - big-integer bit operations, which are bytewise here, combine them into one key byte
   per unit, K = X | (Y & M). A "quarter" block (M = 3) keeps 64-code-point resolution;
   a "full" block (M = 0x1F: Latin-1, U+FExx, and the high surrogates of planes 1-3)
-  keeps the cells, fine enough for ASCII classes, × and ÷, the variation selectors
+  keeps the cells, fine enough for ASCII, U+00D7 and U+00F7, the variation selectors
   and the emoji planes;
 - one more translation turns keys into class codes (CODES_OF) and drops low surrogates,
   so the result has one byte per code point, aligned with the str.
@@ -27,22 +27,15 @@ with scripts.range_class.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 
 from contextsim.scripts import MARK, RANGES, SCRIPTS, range_class
 
 RARE = "rare"
 """Class of characters whose key does not decide their script (classified one by one)."""
-SKIP = "skip"
-"""Class of low surrogates: the second half of an astral character, not counted."""
 
-# Fine codes. ASCII is split further than its two scripts (for the estimators).
-ASCII_FINE = {"letter": b"a", "digit": b"d", "space": b" ", "newline": b"n",
-              "punct": b"p", "control": b"c"}  # fmt: skip
-_SCRIPT_CODE = dict(zip(SCRIPTS[2:], b"lygrhitzkueo", strict=True))
+_SCRIPT_CODE = dict(zip(SCRIPTS, b"a lygrhitzkueo", strict=True))
 CODES_OF: dict[str, bytes] = {
-    "ascii_alnum": b"ad",
-    "ascii_other": b" npc",
     **{name: bytes([code]) for name, code in _SCRIPT_CODE.items()},
     MARK: b"m",
     RARE: b"x",
@@ -101,14 +94,25 @@ def _classes(first: int, last: int) -> set[str]:
 
 
 def _span(high: int, lows: list[int]) -> list[tuple[int, int]]:
-    """Code point intervals of the units high << 8 | low for `lows` (a high surrogate
-    unit stands for the 1,024 astral code points it starts)."""
-    if 0xDC <= high <= 0xDF:
+    """Code point intervals of the units high << 8 | low for `lows`, sorted (a high
+    surrogate unit stands for the 1,024 astral code points it starts)."""
+    if 0xDC <= high <= 0xDF or not lows:
         return []
+    runs: list[tuple[int, int]] = []
+    if lows[-1] - lows[0] + 1 == len(lows):  # one run of low bytes: the common case
+        runs.append((lows[0], lows[-1]))
+    else:
+        start = prev = lows[0]
+        for lo in lows[1:]:
+            if lo != prev + 1:
+                runs.append((start, prev))
+                start = lo
+            prev = lo
+        runs.append((start, prev))
     if 0xD8 <= high <= 0xDB:
         base = 0x10000 + ((high - 0xD8) << 18)
-        return [(base + (lo << 10), base + (lo << 10) + 1023) for lo in lows]
-    return [(high << 8 | lo, high << 8 | lo) for lo in lows]
+        return [(base + (a << 10), base + (b << 10) + 1023) for a, b in runs]
+    return [(high << 8 | a, high << 8 | b) for a, b in runs]
 
 
 SINGLETONS: dict[int, tuple[str, tuple[tuple[str, str], ...]]] = {}
@@ -123,8 +127,8 @@ def _code(high: int, lows: list[int]) -> int:
     found: set[str] = set()
     for a, b in _span(high, lows):
         found |= _classes(a, b)
-    if len(found) == 1 and len(CODES_OF[name := found.pop()]) == 1:
-        return CODES_OF[name][0]
+    if len(found) == 1:
+        return CODES_OF[found.pop()][0]
     if 0xD8 <= high <= 0xDB:
         return CODES_OF[RARE][0]
     by_class: dict[str, list[int]] = {}
@@ -140,65 +144,59 @@ def _code(high: int, lows: list[int]) -> int:
 
 
 def _ascii_code(lo: int) -> int:
-    """The ASCII_FINE code of byte `lo` < 0x80."""
-    char = chr(lo)
-    if char.isalpha():
-        kind = "letter"
-    elif char.isdigit():
-        kind = "digit"
-    else:
-        kind = {" ": "space", "\n": "newline"}.get(char) or (
-            "control" if lo < 0x20 or lo == 0x7F else "punct"
-        )
-    return ASCII_FINE[kind][0]
+    """The code of ASCII byte `lo`: ascii_alnum or ascii_other."""
+    alnum = chr(lo).isalnum() and lo < 0x80
+    return CODES_OF["ascii_alnum" if alnum else "ascii_other"][0]
 
 
-def _keys(high: int, x: int, mask: int) -> dict[int, list[int]]:
-    """Key -> the low bytes that give it, for high byte `high` with slot X `x`."""
+def _groups(mask: int) -> dict[int, list[int]]:
+    """Y & mask -> the low bytes that give it (the same for every high byte)."""
     found: dict[int, list[int]] = {}
     for lo in range(256):
-        found.setdefault(x | (_Y[lo] & mask), []).append(lo)
+        found.setdefault(_Y[lo] & mask, []).append(lo)
     return found
 
 
-def _build() -> tuple[bytes, bytes, bytes, bytes, dict[int, list[tuple[int, int]]]]:
-    """(X table, M table, final key -> code table, key -> the code point intervals it
-    stands for)."""
+_GROUPS = {0x03: _groups(0x03), 0x1F: _groups(0x1F)}
+
+
+def _build() -> tuple[bytes, bytes, bytes, list[tuple[int, int]]]:
+    """(X table, M table, final key -> code table, the code point intervals coded RARE)."""
     x_table, m_table, final = [0] * 256, [0] * 256, [0] * 256
-    spans: dict[int, list[tuple[int, int]]] = {}
+    rare: list[tuple[int, int]] = []
     patterns: dict[tuple[int, ...], int] = {}
     for high in range(256):
         if high in _FULL_HIGH:
             x, mask = _FULL_HIGH.index(high) << 5, 0x1F
+            codes = {
+                y: _ascii_code(lows[0]) if high == 0 and lows[0] < 0x80 else _code(high, lows)
+                for y, lows in _GROUPS[mask].items()
+            }
         else:
             quarters = tuple(_code(high, list(range(q * 64, q * 64 + 64))) for q in range(4))
             x, mask = _QUARTER_BASE + 4 * patterns.setdefault(quarters, len(patterns)), 0x03
             if x > 0xFC:
                 raise RuntimeError("scriptscan: too many distinct block patterns")
+            codes = dict(enumerate(quarters))
         x_table[high], m_table[high] = x, mask
-        for key, lows in _keys(high, x, mask).items():
-            if mask == 0x03:
-                final[key] = quarters[key & 3]
-            elif high == 0 and lows[0] < 0x80:
-                final[key] = _ascii_code(lows[0])
-            else:
-                final[key] = _code(high, lows)
-            spans.setdefault(key, []).extend(_span(high, lows))
-    return bytes(x_table), bytes(m_table), bytes(final), spans
+        for y, code in codes.items():
+            final[x | y] = code
+            if code == CODES_OF[RARE][0]:
+                rare += _span(high, _GROUPS[mask][y])
+    return bytes(x_table), bytes(m_table), bytes(final), rare
 
 
-_X, _M, _FINAL, _SPANS = _build()
+_X, _M, _FINAL, _RARE_SPANS = _build()
 _YT = bytes(_Y)
-_SKIP = bytes(key for key in range(256) if not _FINAL[key])
+_SKIP = bytes(key for key in range(256) if not _FINAL[key])  # low surrogates: not counted
 _ASCII_FINAL = bytes(_ascii_code(lo) if lo < 0x80 else 0 for lo in range(256))
 _LONE = re.compile("[\ud800-\udfff]")
 
 
 def _rare_class() -> str:
     """A regex character class of every code point scan() codes RARE."""
-    rare = sorted(s for key, ss in _SPANS.items() if _FINAL[key] == CODES_OF[RARE][0] for s in ss)
     merged: list[list[int]] = []
-    for a, b in rare:
+    for a, b in sorted(_RARE_SPANS):
         if merged and a <= merged[-1][1] + 1:
             merged[-1][1] = max(merged[-1][1], b)
         else:
@@ -210,9 +208,13 @@ RARE_CHARS = re.compile(_rare_class())
 """Runs of the characters scan() codes RARE."""
 
 
-def scan(text: str) -> bytes:
-    """One code per code point of `text` (CODES_OF, ASCII_FINE or a SINGLETONS code):
-    len(scan(text)) == len(text), and scan(text)[i] classifies text[i]."""
+CHUNK = 1 << 15
+"""Code points per pass: the chunk's buffers stay in cache and are reused, which makes
+each pass several times faster than over a whole large text."""
+
+
+def _scan(text: str) -> bytes:
+    """scan() of one chunk."""
     if text.isascii():
         return text.encode("ascii").translate(_ASCII_FINAL)
     try:
@@ -227,34 +229,55 @@ def scan(text: str) -> bytes:
     return keys.translate(_FINAL, _SKIP)
 
 
+def scan(text: str) -> bytes:
+    """One code per code point of `text` (CODES_OF or a SINGLETONS code):
+    len(scan(text)) == len(text), and scan(text)[i] classifies text[i]."""
+    if len(text) <= CHUNK:
+        return _scan(text)
+    return b"".join(_scan(text[i : i + CHUNK]) for i in range(0, len(text), CHUNK))
+
+
+_ASCII_CODES = CODES_OF["ascii_alnum"] + CODES_OF["ascii_other"]
 _ORDER = [
-    (bytes([code]), name)
-    for codes, name in sorted((codes, name) for name, codes in CODES_OF.items())
-    for code in codes
-]
-_ORDER.sort(key=lambda item: b"a p dnzcyluegikrhtomx".find(item[0]))
+    (CODES_OF[name], name)
+    for name in ("han", "cyrillic", "latin_accented", "kana", "hangul", "emoji", "other",
+                 "greek", "indic", "arabic", "hebrew", "thai", MARK, RARE)
+]  # fmt: skip
+"""(code, class) of the non-ASCII codes, frequent first, so that counting a chunk stops
+as soon as every code point is accounted for."""
 
 
 def scan_counts(text: str) -> dict[str, int]:
     """Code points of `text` per class: SCRIPTS names, MARK and RARE (zero counts may be
-    missing); singleton exceptions are already resolved."""
-    stream = scan(text)
+    missing); singleton exceptions are already resolved. ASCII is counted on the whole
+    chunk, the rest on what is left once ASCII is deleted (usually much shorter)."""
     counts: dict[str, int] = {}
-    left = len(stream)
-    for code, name in _ORDER:
-        if not left:
-            break
-        n = stream.count(code)
-        if n:
-            counts[name] = counts.get(name, 0) + n
-            left -= n
-    for single, (main, odd) in SINGLETONS.items():
-        n = stream.count(single) if left else 0
-        if n:
-            left -= n
-            for char, name in odd:
-                k = text.count(char)
-                counts[name] = counts.get(name, 0) + k
-                n -= k
-            counts[main] = counts.get(main, 0) + n
+
+    def add(name: str, n: int) -> None:
+        counts[name] = counts.get(name, 0) + n
+
+    for i in range(0, len(text), CHUNK):
+        chunk = text[i : i + CHUNK]
+        stream = _scan(chunk)
+        rest = stream.translate(None, _ASCII_CODES)
+        alnum = stream.count(CODES_OF["ascii_alnum"])
+        add("ascii_alnum", alnum)
+        add("ascii_other", len(stream) - len(rest) - alnum)
+        left = len(rest)
+        for code, name in _ORDER:
+            if not left:
+                break
+            n = rest.count(code)
+            if n:
+                add(name, n)
+                left -= n
+        for single, (main, odd) in SINGLETONS.items():
+            n = rest.count(single) if left else 0
+            if n:
+                left -= n
+                for char, name in odd:
+                    k = chunk.count(char)
+                    add(name, k)
+                    n -= k
+                add(main, n)
     return counts

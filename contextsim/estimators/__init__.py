@@ -13,6 +13,7 @@ import math
 import re
 from typing import Protocol
 
+from contextsim.estimators.calibrated import calibrated_estimators
 from contextsim.estimators.offline_bpe import encoding
 from contextsim.model import (
     ImagePart,
@@ -85,15 +86,14 @@ class Tiktoken:
         return len(encoding(self.encoding_name).encode_ordinary(text))
 
 
-ESTIMATORS: dict[str, Estimator] = {
-    e.name: e
-    for e in (
-        Chars4(),
-        ScriptRule(),
-        Tiktoken("cl100k", "cl100k_base", "tiktoken cl100k_base (GPT-4)"),
-        Tiktoken("o200k", "o200k_base", "tiktoken o200k_base (GPT-4o, GPT-5)"),
-    )
-}
+_BUILT_IN: tuple[Estimator, ...] = (
+    Chars4(),
+    ScriptRule(),
+    Tiktoken("cl100k", "cl100k_base", "tiktoken cl100k_base (GPT-4)"),
+    Tiktoken("o200k", "o200k_base", "tiktoken o200k_base (GPT-4o, GPT-5)"),
+    *calibrated_estimators(),  # calibrated-o200k, calibrated-cl100k (calibration.json)
+)
+ESTIMATORS: dict[str, Estimator] = {e.name: e for e in _BUILT_IN}
 
 
 def content_key(message: Message) -> str:

@@ -14,13 +14,17 @@ from tests.conftest import ROOT
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "contextsim", "estimators", *args],
-        capture_output=True, text=True, cwd=ROOT, check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
     )
 
 
 def test_json_per_file_per_script_with_every_estimator(tmp_path: Path):
     text = tmp_path / "mixed.txt"
-    text.write_text("Hello world. Привет, мир! 你好，世界。 Ελληνικά 🙂\n" * 50, encoding="utf-8")
+    sample = "Hello world. Привет, мир! 你好\uff0c世界\u3002 Ελληνικά 🙂\n"
+    text.write_text(sample * 50, encoding="utf-8")
     result = cli(str(text), "--reference", "cl100k", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
@@ -37,8 +41,16 @@ def test_json_per_file_per_script_with_every_estimator(tmp_path: Path):
 
 def test_a_run_log_is_read_as_its_messages_text(tmp_path: Path):
     log = tmp_path / "run.json"
-    log.write_text(json.dumps({"contextsim": 1, "runs": [{"title": "t", "messages": [
-        {"role": "user", "content": "Привет " * 100}]}]}))
+    log.write_text(
+        json.dumps(
+            {
+                "contextsim": 1,
+                "runs": [
+                    {"title": "t", "messages": [{"role": "user", "content": "Привет " * 100}]}
+                ],
+            }
+        )
+    )
     (entry,) = json.loads(cli(str(log), "--json").stdout)["files"]
     assert entry["total"]["chars"] == len("Привет " * 100)
 

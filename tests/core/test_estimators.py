@@ -22,8 +22,15 @@ from contextsim.estimators import (
 from contextsim.model import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
 
 
-def test_registry_has_the_four_estimators():
-    assert list(ESTIMATORS) == ["chars4", "script", "cl100k", "o200k"]
+def test_registry_has_the_four_estimators_then_the_calibrated_ones():
+    assert list(ESTIMATORS) == [
+        "chars4",
+        "script",
+        "cl100k",
+        "o200k",
+        "calibrated-o200k",
+        "calibrated-cl100k",
+    ]
 
 
 def test_chars4_rounds_up():
