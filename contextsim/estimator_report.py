@@ -38,16 +38,59 @@ def compare_text(text: str, reference: str = "o200k") -> dict[str, Any]:
         name: attribute(text, est.encoding_name) if isinstance(est, Tiktoken) else None
         for name, est in ESTIMATORS.items()
     }
+    totals = {name: est.count(text) for name, est in ESTIMATORS.items()}
     scripts: dict[str, dict[str, int]] = {}
     for script, part in script_texts(text).items():
         row = {"chars": len(part), "reference": by_script.get(script, 0)}
+        without: str | None = None
         for name, est in ESTIMATORS.items():
             split = attributed[name]
-            row[name] = split.get(script, 0) if split is not None else est.count(part)
+            if split is not None:
+                row[name] = split.get(script, 0)
+            elif getattr(est, "per_character", False):
+                row[name] = est.count(part)
+            else:
+                # A model of words and their neighbours cannot count a script torn out of
+                # its text: take what the script adds to the whole text instead (scaled
+                # below so the scripts add up to the estimator's total).
+                without = without if without is not None else _without(text, script)
+                row[name] = max(totals[name] - est.count(without), 0)
         scripts[script] = row
-    total = {"chars": len(text), "reference": sum(by_script.values())}
-    total.update({name: est.count(text) for name, est in ESTIMATORS.items()})
+    for name, est in ESTIMATORS.items():
+        if attributed[name] is None and not getattr(est, "per_character", False):
+            _scale_to(scripts, name, totals[name])
+    total = {"chars": len(text), "reference": sum(by_script.values()), **totals}
     return {"scripts": scripts, "total": total}
+
+
+def _scale_to(scripts: dict[str, dict[str, int]], name: str, total: int) -> None:
+    """Scale the scripts' values of `name` to integers adding up to `total` (largest
+    remainders first)."""
+    marginal = {s: row[name] for s, row in scripts.items()}
+    whole = sum(marginal.values())
+    if whole == 0:
+        return
+    exact = {s: total * v / whole for s, v in marginal.items()}
+    floors = {s: int(v) for s, v in exact.items()}
+    left = total - sum(floors.values())
+    for s in sorted(exact, key=lambda s: exact[s] - floors[s], reverse=True)[:left]:
+        floors[s] += 1
+    for s, value in floors.items():
+        scripts[s][name] = value
+
+
+def _without(text: str, script: str) -> str:
+    """`text` with the characters of `script` blanked out (spaces and punctuation are
+    removed instead, since blanking them changes nothing)."""
+    spans = [(a, b) for s, a, b in segments(text) if s == script]
+    filler = "" if script == "ascii_other" else " "
+    out, last = [], 0
+    for a, b in spans:
+        out.append(text[last:a])
+        out.append(filler * (b - a) if filler else "")
+        last = b
+    out.append(text[last:])
+    return "".join(out)
 
 
 def run_text(run: Run) -> str:

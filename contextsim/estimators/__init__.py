@@ -45,6 +45,7 @@ class Chars4:
 
     name = "chars4"
     label = "characters / 4"
+    per_character = True
 
     def count(self, text: str) -> int:
         return math.ceil(len(text) / 4)
@@ -64,6 +65,7 @@ class ScriptRule:
 
     name = "script"
     label = "script rule (ASCII 4, CJK 1, other 2)"
+    per_character = True
 
     def count(self, text: str) -> int:
         if text.isascii():
