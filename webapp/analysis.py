@@ -11,7 +11,7 @@ from typing import Any
 
 from django.http import QueryDict
 
-from contextsim.estimators import ESTIMATORS
+from contextsim.estimators import ESTIMATORS, Estimator
 from contextsim.model import KINDS
 from contextsim.policies import POLICIES
 from contextsim.policies.base import changed_params, make_params, param_fields
@@ -102,7 +102,7 @@ def _params(policy: str, query: QueryDict) -> Any:
         raise BadQuery(f"{policy}: {exc}") from None
 
 
-def read_state(query: QueryDict) -> ViewState:
+def read_state(query: QueryDict, estimators: dict[str, Estimator] | None = None) -> ViewState:
     """The view state of a query string; raises BadQuery naming the bad parameter."""
     policy = _choice(query, "policy", POLICIES)
     compare = _choice(query, "compare", POLICIES, blank=True)
@@ -111,7 +111,7 @@ def read_state(query: QueryDict) -> ViewState:
         params=_params(policy, query),
         budget=_tokens(query, "budget"),
         hard_limit=_tokens(query, "hard_limit"),
-        estimator=_choice(query, "estimator", ESTIMATORS),
+        estimator=_choice(query, "estimator", estimators or ESTIMATORS),
         compare=compare,
         compare_params=_params(compare, QueryDict()) if compare else None,
     )
@@ -134,14 +134,18 @@ _CACHE: OrderedDict[tuple[int, str, int], Skeleton] = OrderedDict()
 _CACHE_SIZE = 64
 
 
-def skeleton_of(run: Run, estimator: str) -> Skeleton:
+def skeleton_of(run: Run, estimator: str, counter: Estimator | None = None) -> Skeleton:
     """The stored skeleton, kept in a small in-process cache (keyed by the run's size, so
     a run that grows is read again)."""
     key = (run.pk, estimator, run.message_count)
     found = _CACHE.get(key)
     if found is None:
         row = RunSkeleton.objects.filter(run=run, estimator=estimator).first()
-        data = row.data if row is not None else build_skeleton(run, estimator)
+        data = (
+            row.data
+            if row is not None
+            else build_skeleton(run, estimator, counter or ESTIMATORS[estimator])
+        )
         found = _CACHE[key] = from_dict(data)
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
@@ -157,10 +161,11 @@ class Analysis:
     other: Simulation | None
 
 
-def analyse(run: Run, state: ViewState) -> Analysis:
+def analyse(run: Run, state: ViewState, estimators: dict[str, Estimator] | None = None) -> Analysis:
     """Simulate the state's policy (and the compared one) on the run."""
-    sk = skeleton_of(run, state.estimator)
-    count = ESTIMATORS[state.estimator].count
+    counter = (estimators or ESTIMATORS)[state.estimator]
+    sk = skeleton_of(run, state.estimator, counter)
+    count = counter.count
     limits = {"budget": state.budget, "hard_limit": state.hard_limit, "count": count}
     main = simulate(sk, state.policy, state.params, **limits)
     other = simulate(sk, state.compare, state.compare_params, **limits) if state.compare else None

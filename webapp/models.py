@@ -170,3 +170,24 @@ class EstimatorReport(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "reference"], name="report_run_reference")
         ]
+
+
+class CustomRates(models.Model):
+    """A `custom` estimator: per-script rates fitted on a run's measured usage. Its
+    estimator name, `custom-<public id>`, is what query strings and skeletons use."""
+
+    public_id = models.CharField(max_length=16, unique=True, default=new_public_id)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE
+    )
+    label = models.CharField(max_length=300)
+    rates = models.JSONField()
+    source_run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL)
+    error_before = models.JSONField(default=dict)
+    error_after = models.FloatField(default=0.0)
+    requests = models.PositiveIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+
+    @property
+    def estimator_name(self) -> str:
+        return f"custom-{self.public_id}"

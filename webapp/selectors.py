@@ -8,9 +8,9 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from contextsim.estimators import ESTIMATORS
+from contextsim.estimators import ESTIMATORS, Estimator
 from contextsim.model import request_bounds
-from webapp.models import ImportJob, Message, Run, Visibility
+from webapp.models import CustomRates, ImportJob, Message, Run, Visibility
 
 
 def visible_runs(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Run]:
@@ -104,3 +104,20 @@ def get_message(run: Run, index: int) -> Message:
     if message is None:
         raise Http404("no such message")
     return message
+
+
+def estimators_for(user: AbstractBaseUser | AnonymousUser) -> dict[str, Estimator]:
+    """The registered estimators and the user's own fitted ones, by name."""
+    from webapp.services.custom_estimators import as_estimator
+
+    found: dict[str, Estimator] = dict(ESTIMATORS)
+    if user.is_authenticated:
+        for row in CustomRates.objects.filter(owner=user).order_by("created"):
+            found[row.estimator_name] = as_estimator(row)
+    return found
+
+
+def custom_rates(user: AbstractBaseUser | AnonymousUser) -> list[CustomRates]:
+    if not user.is_authenticated:
+        return []
+    return list(CustomRates.objects.filter(owner=user).order_by("-created"))

@@ -13,6 +13,7 @@ urlpatterns = [
     path(
         "runs/<str:public_id>/estimators/", views_estimators.run_estimators, name="run-estimators"
     ),
+    path("runs/<str:public_id>/estimators/fit/", views_estimators.fit_custom, name="fit-custom"),
     path("estimators/", views_estimators.playground, name="playground"),
     path("runs/<str:public_id>/steps/<int:step>/", views_dashboard.step_inspector, name="step"),
     path(

@@ -9,7 +9,6 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from contextsim.estimators import ESTIMATORS
 from contextsim.policies import POLICIES
 from contextsim.problems import KINDS as PROBLEM_KINDS
 from contextsim.report import simulation_summary
@@ -25,14 +24,15 @@ def _context(request: HttpRequest, public_id: str) -> tuple[dict[str, object], i
     base: dict[str, object] = {
         "run": run,
         "policies": POLICIES,
-        "estimators": ESTIMATORS,
         "query": request.GET,
         "siblings": run.collection.runs.order_by("subagent", "id") if run.collection else [],
     }
     base["form"] = analysis.form_values(request.GET)
+    choices = selectors.estimators_for(request.user)
+    base["estimators"] = choices
     try:
-        state = analysis.read_state(request.GET)
-        result = analysis.analyse(run, state)
+        state = analysis.read_state(request.GET, choices)
+        result = analysis.analyse(run, state, choices)
     except analysis.BadQuery as exc:
         return {**base, "error": str(exc)}, 400
     return {**base, "state": state, "result": result}, 200

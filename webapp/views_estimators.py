@@ -5,15 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from contextsim.estimator_report import REFERENCES, compare_text, signed_error
 from contextsim.estimators import ESTIMATORS
+from contextsim.fit import MIN_REQUESTS
 from contextsim.scripts import segments
 from webapp import selectors
 from webapp.charts import estimates_figure
+from webapp.services import custom_estimators
 from webapp.services.estimator_reports import estimator_report
 
 HIGHLIGHT_CHARS = 20_000
@@ -85,8 +90,22 @@ def run_estimators(request: HttpRequest, public_id: str) -> HttpResponse:
         "miss_count": len(misses),
         "figure": estimates_figure(rows, budget),
         "measured": any(r.measured for r in rows),
+        "fitted": selectors.custom_rates(request.user),
+        "measured_requests": sum(1 for r in rows if r.measured),
+        "min_requests": MIN_REQUESTS,
     }
     return render(request, "estimators_run.html", context, status=400 if error else 200)
+
+
+@login_required
+@require_POST
+def fit_custom(request: HttpRequest, public_id: str) -> HttpResponse:
+    run = selectors.get_run(request.user, public_id)
+    try:
+        custom_estimators.fit_from_run(run, request.user)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    return redirect(reverse("run-estimators", args=[run.public_id]) + "#fitted")
 
 
 @require_http_methods(["GET", "POST"])

@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 
 from contextsim import model as core
 from contextsim import skeleton
-from contextsim.estimators import ESTIMATORS
+from contextsim.estimators import Estimator
 from contextsim.formats.native import parse_message
 from webapp.models import Message, Run, RunSkeleton
 
@@ -58,9 +58,10 @@ def stored_run(run: Run) -> core.Run:
     )
 
 
-def build_skeleton(run: Run, estimator: str) -> dict[str, object]:
-    """Build, store and return the skeleton data of `run` under `estimator`."""
-    data = skeleton.to_dict(skeleton.build(stored_run(run), ESTIMATORS[estimator]))
+def build_skeleton(run: Run, estimator: str, counter: Estimator) -> dict[str, object]:
+    """Build, store and return the skeleton data of `run` under `estimator` (whose
+    counting is `counter`)."""
+    data = skeleton.to_dict(skeleton.build(stored_run(run), counter))
     try:
         with transaction.atomic():
             RunSkeleton.objects.create(run=run, estimator=estimator, data=data)

@@ -80,3 +80,9 @@ def script_name(script: str) -> str:
 def percent(value: float | None) -> str:
     """0.123 -> '+12.3%'."""
     return "" if value is None else f"{value:+.1%}"
+
+
+@register.filter
+def percent_plain(value: float | None) -> str:
+    """0.123 -> '12.3%'."""
+    return "" if value is None else f"{value:.1%}"

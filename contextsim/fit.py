@@ -1,0 +1,127 @@
+"""Fitting per-script rates from a run's measured usage: a `custom` estimator.
+
+Each request with measured usage gives one equation: the measured context (tokens) is
+the sum, over the history's messages, of each script's characters times that script's
+rate (tokens per character) plus the fixed per-message overhead. Rates are found by
+non-negative least squares on relative errors, so short and long requests weigh alike.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from contextsim.estimators import MESSAGE_OVERHEAD
+from contextsim.model import Run, steps
+from contextsim.scripts import SCRIPTS, count_by_script
+
+MIN_REQUESTS = 3
+RIDGE = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """Tokens per character for each script present in the fit (others fall back to the
+    seed rule's 0.25 for ASCII, 1 for CJK and 0.5 for the rest)."""
+
+    per_char: dict[str, float]
+
+
+FALLBACK = {
+    s: 0.25 if s.startswith("ascii") else 1.0 if s in ("han", "kana", "hangul") else 0.5
+    for s in SCRIPTS
+}
+
+
+class CustomEstimator:
+    """An estimator from fitted per-script rates (see fit_rates)."""
+
+    def __init__(self, name: str, rates: Rates, label: str = "") -> None:
+        self.name = name
+        self.label = label or f"custom rates ({name})"
+        self.rates = {**FALLBACK, **rates.per_char}
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        chars = count_by_script(text)
+        return math.ceil(sum(self.rates[s] * n for s, n in chars.items() if n))
+
+
+def message_texts(run: Run) -> list[str]:
+    """The text an estimator reads in each message (parts joined)."""
+    out = []
+    for message in run.messages:
+        pieces = []
+        for part in message.parts:
+            if part.type in ("text", "thinking", "tool_result"):
+                pieces.append(part.text)
+            elif part.type == "tool_call":
+                pieces.append(part.name + part.arguments)
+        out.append("\n".join(pieces))
+    return out
+
+
+def request_features(run: Run) -> tuple[list[dict[str, int]], list[int], list[int]]:
+    """(per-request script characters of the history, its message count, measured
+    context) for every request with measured usage."""
+    per_message = [count_by_script(t) for t in message_texts(run)]
+    running = dict.fromkeys(SCRIPTS, 0)
+    sums: list[dict[str, int]] = [dict(running)]
+    for chars in per_message:
+        for s, n in chars.items():
+            running[s] += n
+        sums.append(dict(running))
+    features, counts, measured = [], [], []
+    for step in steps(run):
+        if step.usage is not None and step.usage.context > 0:
+            features.append(sums[step.end])
+            counts.append(step.end)
+            measured.append(step.usage.context)
+    return features, counts, measured
+
+
+def fit_rates(run: Run) -> Rates:
+    """Per-script rates that best explain the run's measured usage. Raises ValueError
+    when fewer than MIN_REQUESTS requests were measured."""
+    features, counts, measured = request_features(run)
+    if len(measured) < MIN_REQUESTS:
+        raise ValueError(
+            f"the run has {len(measured)} request(s) with measured usage; at least "
+            f"{MIN_REQUESTS} are needed to fit rates"
+        )
+    used = [s for s in SCRIPTS if any(f[s] for f in features)]
+    # Relative errors: divide each equation by its measured size.
+    rows = [[f[s] / y for s in used] for f, y in zip(features, measured, strict=True)]
+    targets = [(y - MESSAGE_OVERHEAD * c) / y for y, c in zip(measured, counts, strict=True)]
+    weights = _nnls(rows, targets, [FALLBACK[s] for s in used])
+    return Rates(dict(zip(used, weights, strict=True)))
+
+
+def _nnls(
+    rows: list[list[float]], targets: list[float], prior: list[float], rounds: int = 500
+) -> list[float]:
+    """Non-negative least squares by coordinate descent on the normal equations, pulled
+    gently toward `prior`: a run's requests share most of their history, so without it
+    scripts that always appear together can trade rates freely."""
+    n = len(rows[0])
+    gram = [[sum(r[i] * r[j] for r in rows) for j in range(n)] for i in range(n)]
+    rhs = [sum(r[i] * t for r, t in zip(rows, targets, strict=True)) for i in range(n)]
+    ridge = RIDGE * sum(gram[i][i] for i in range(n)) / n
+    for i in range(n):
+        gram[i][i] += ridge
+        rhs[i] += ridge * prior[i]
+    w = [0.0] * n
+    for _ in range(rounds):
+        for i in range(n):
+            if gram[i][i] <= 0:
+                continue
+            residual = rhs[i] - sum(gram[i][j] * w[j] for j in range(n) if j != i)
+            w[i] = max(0.0, residual / gram[i][i])
+    return w
+
+
+def mean_abs_error(estimates: list[int], measured: list[int]) -> float:
+    """Mean of |estimate - measured| / measured (a share, 0.05 = 5%)."""
+    pairs = [(e, m) for e, m in zip(estimates, measured, strict=True) if m]
+    return sum(abs(e - m) / m for e, m in pairs) / len(pairs) if pairs else 0.0
