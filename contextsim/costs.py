@@ -32,16 +32,21 @@ PRESETS: dict[str, Prices] = {
 }
 
 
+def per_token(prices: Prices) -> tuple[float, float, float]:
+    """Dollars per token for (new input, input read from the cache, output)."""
+    write = prices.cache_write if prices.writes_cache else 1.0
+    return (
+        prices.input * write / 1_000_000,
+        prices.input * prices.cache_read / 1_000_000,
+        prices.output / 1_000_000,
+    )
+
+
 def request_cost(prices: Prices, sent: int, cached: int, output: int) -> float:
     """Dollars for a request of `sent` input tokens whose first `cached` tokens are read
     from the cache, producing `output` tokens."""
-    new = max(sent - cached, 0)
-    write = prices.cache_write if prices.writes_cache else 1.0
-    return (
-        new * prices.input * write
-        + cached * prices.input * prices.cache_read
-        + output * prices.output
-    ) / 1_000_000
+    new, read, out = per_token(prices)
+    return max(sent - cached, 0) * new + cached * read + output * out
 
 
 def measured_cost(prices: Prices, usage: Usage) -> float:

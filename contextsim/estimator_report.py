@@ -13,7 +13,7 @@ from typing import Any
 from contextsim.attribution import attribute
 from contextsim.estimators import ESTIMATORS, Tiktoken
 from contextsim.formats import FormatError, parse_path
-from contextsim.model import Run
+from contextsim.model import Run, estimator_text
 from contextsim.scripts import SCRIPTS, segments
 
 REFERENCES = {"o200k": "o200k_base", "cl100k": "cl100k_base"}
@@ -95,14 +95,7 @@ def _without(text: str, script: str) -> str:
 
 def run_text(run: Run) -> str:
     """What an estimator reads in a run: every message's text, arguments and results."""
-    out: list[str] = []
-    for message in run.messages:
-        for part in message.parts:
-            if part.type in ("text", "thinking", "tool_result"):
-                out.append(part.text)
-            elif part.type == "tool_call":
-                out.append(part.name + part.arguments)
-    return "\n".join(out)
+    return "\n".join(estimator_text(m) for m in run.messages)
 
 
 def file_text(path: str) -> str:

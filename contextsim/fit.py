@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from contextsim.estimators import MESSAGE_OVERHEAD
-from contextsim.model import Run, steps
+from contextsim.model import Run, estimator_text, steps
 from contextsim.scripts import SCRIPTS, count_by_script
 
 MIN_REQUESTS = 3
@@ -48,24 +48,10 @@ class CustomEstimator:
         return math.ceil(sum(self.rates[s] * n for s, n in chars.items() if n))
 
 
-def message_texts(run: Run) -> list[str]:
-    """The text an estimator reads in each message (parts joined)."""
-    out = []
-    for message in run.messages:
-        pieces = []
-        for part in message.parts:
-            if part.type in ("text", "thinking", "tool_result"):
-                pieces.append(part.text)
-            elif part.type == "tool_call":
-                pieces.append(part.name + part.arguments)
-        out.append("\n".join(pieces))
-    return out
-
-
 def request_features(run: Run) -> tuple[list[dict[str, int]], list[int], list[int]]:
     """(per-request script characters of the history, its message count, measured
     context) for every request with measured usage."""
-    per_message = [count_by_script(t) for t in message_texts(run)]
+    per_message = [count_by_script(estimator_text(m)) for m in run.messages]
     running = dict.fromkeys(SCRIPTS, 0)
     sums: list[dict[str, int]] = [dict(running)]
     for chars in per_message:

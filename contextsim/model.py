@@ -139,6 +139,18 @@ class Message:
         return "\n".join(p.text for p in self.parts if isinstance(p, TextPart | ThinkingPart))
 
 
+def estimator_text(message: Message) -> str:
+    """Everything an estimator reads in `message`: text, thinking, tool-call names and
+    arguments, tool results (images carry no text), joined by newlines."""
+    pieces = []
+    for part in message.parts:
+        if isinstance(part, TextPart | ThinkingPart | ToolResultPart):
+            pieces.append(part.text)
+        elif isinstance(part, ToolCallPart):
+            pieces.append(part.name + part.arguments)
+    return "\n".join(pieces)
+
+
 @dataclass(frozen=True, slots=True)
 class Compaction:
     """A compaction recorded by the log, before message `before_message`.

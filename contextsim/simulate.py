@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from contextsim.accounting import Accountant
-from contextsim.costs import PRESETS, Prices
+from contextsim.costs import PRESETS, Prices, per_token
 from contextsim.estimators import MESSAGE_OVERHEAD, Estimator
 from contextsim.model import Run
 from contextsim.policies import POLICIES
@@ -102,11 +102,8 @@ def simulate(
     previous: Plan | None = None
     tokens, responses, usages = sk.tokens, sk.responses, sk.usage
     sent_of, cached_of, raw = acct.sent, acct.cached, acct.raw
-    # request_cost, unrolled: it runs once per request of every configuration.
-    write = prices.cache_write if prices.writes_cache else 1.0
-    new_price = prices.input * write / 1e6
-    read_price = prices.input * prices.cache_read / 1e6
-    out_price = prices.output / 1e6
+    # The cost per token is fixed per configuration: look it up once, not per request.
+    new_price, read_price, out_price = per_token(prices)
     for k, end in enumerate(sk.ends):
         plan = planner.plan(end)
         sent = sent_of(plan)

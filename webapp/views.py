@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -69,6 +68,5 @@ def run_detail(request: HttpRequest, public_id: str) -> HttpResponse:
         "rows": rows,
         "estimators": list(ESTIMATORS.values()),
         "siblings": run.collection.runs.order_by("subagent", "id") if run.collection else [],
-        "debug": settings.DEBUG,
     }
     return render(request, "run_requests.html", context)
