@@ -77,7 +77,8 @@ def composition_figure(
         ys = [other.records[k].sent for k in steps]
         traces.append(_line(f"sent by {other.policy}", steps, ys, "#E7298A", "dash"))
     traces.append(_markers(sim, problems))
-    return {"data": traces, "layout": _layout(sim)}
+    top = max((y or 0 for t in traces for y in t["y"]), default=0)
+    return {"data": traces, "layout": _layout(sim, top)}
 
 
 def _area(name: str, x: list[int], y: list[int], colour: str) -> dict[str, Any]:
@@ -124,8 +125,31 @@ def _markers(sim: Simulation, problems: list[Problem]) -> dict[str, Any]:
     }
 
 
-def _layout(sim: Simulation) -> dict[str, Any]:
+def _layout(sim: Simulation, top: int) -> dict[str, Any]:
+    """Axes, and the budget and hard limit as lines. A limit far above every request
+    would squash the run into the floor: the axis then fits the data and says where the
+    limits are instead."""
     hline = {"type": "line", "xref": "paper", "x0": 0, "x1": 1}
+    if top and sim.budget > 3 * top:
+        return {
+            "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+            "hovermode": "closest",
+            "legend": {"orientation": "h", "y": -0.15},
+            "xaxis": {"title": {"text": "request (step)"}, "rangemode": "tozero"},
+            "yaxis": {"title": {"text": "tokens"}, "range": [0, top * 1.15], "tickformat": ",d"},
+            "annotations": [
+                {
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": 1,
+                    "y": 1,
+                    "showarrow": False,
+                    "xanchor": "right",
+                    "yanchor": "bottom",
+                    "text": f"budget {sim.budget:,} and hard limit {sim.hard_limit:,}: far above",
+                }
+            ],
+        }
     return {
         "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
         "hovermode": "closest",

@@ -189,3 +189,13 @@ def test_a_run_without_requests_has_a_clear_empty_state(alice, alice_client):
     response = get(alice_client, "run", run)
     assert response.status_code == 200
     assert "This run has no requests to simulate." in response.content.decode()
+
+
+def test_limits_far_above_a_small_run_do_not_squash_its_chart(alice_client, run):
+    page = get(alice_client, "run", run, estimator="chars4").content.decode()
+    figure = json.loads(
+        page.split('id="figure-data" type="application/json">')[1].split("</script>")[0]
+    )
+    top = max(y or 0 for t in figure["data"] for y in t["y"])
+    assert figure["layout"]["yaxis"]["range"] == [0, top * 1.15]
+    assert "budget 400,000 and hard limit 1,000,000: far above" in page
