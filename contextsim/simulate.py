@@ -19,6 +19,9 @@ from contextsim.policies import POLICIES
 from contextsim.policies.base import Context, Plan, Planner, Statics
 from contextsim.skeleton import Skeleton, build
 
+MAX_TOKENS = 100_000_000
+"""The largest budget or hard limit the tools accept, in tokens per request."""
+
 
 class StepRecord(NamedTuple):
     """One request under one configuration (tokens unless said otherwise).

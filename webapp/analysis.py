@@ -16,7 +16,7 @@ from contextsim.model import KINDS
 from contextsim.policies import POLICIES
 from contextsim.policies.base import changed_params, make_params, param_fields
 from contextsim.problems import Problem, detect
-from contextsim.simulate import Simulation, simulate
+from contextsim.simulate import MAX_TOKENS, Simulation, simulate
 from contextsim.skeleton import Skeleton, from_dict
 from webapp import trace
 from webapp.charts import composition_figure
@@ -24,7 +24,6 @@ from webapp.models import Run, RunSkeleton
 from webapp.services.skeletons import build_skeleton
 
 DEFAULTS = {"policy": "mythex", "budget": 400_000, "hard_limit": 1_000_000, "estimator": "o200k"}
-MAX_TOKENS = 100_000_000
 
 
 class BadQuery(ValueError):
