@@ -73,9 +73,10 @@ def grid(
         raise SweepError(f"budgets: expected between 1 and {MAX_TOKENS:,} tokens, got {bad[0]:,}")
     ordered = sorted(set(budgets))
     names = list(dict.fromkeys(policies))
-    if len(names) * len(ordered) > MAX_CONFIGS:
+    size = len(names) * len(ordered)
+    if size > MAX_CONFIGS:
         raise SweepError(
-            f"{len(names)} policies x {len(ordered)} budgets is {len(names) * len(ordered)} "
+            f"budgets: {len(names)} policies x {len(ordered)} budgets is {size} "
             f"configurations; at most {MAX_CONFIGS}"
         )
     configs: list[Config] = []

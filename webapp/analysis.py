@@ -18,6 +18,7 @@ from contextsim.policies.base import changed_params, make_params, param_fields
 from contextsim.problems import Problem, detect
 from contextsim.simulate import MAX_TOKENS, Simulation, simulate
 from contextsim.skeleton import Skeleton, from_dict
+from contextsim.sweep import Config
 from webapp import trace
 from webapp.charts import composition_figure
 from webapp.models import Run, RunSkeleton
@@ -59,6 +60,14 @@ class ViewState:
                 continue
             q[key] = str(value)
         return q.urlencode()
+
+
+def config_query(config: Config, estimator: str, hard_limit: int) -> str:
+    """The dashboard query string of a sweep's configuration."""
+    state = ViewState(
+        config.policy, config.make_params(), config.budget, hard_limit, estimator, "", None
+    )
+    return state.query()
 
 
 def _text(value: Any) -> str:

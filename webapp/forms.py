@@ -9,6 +9,9 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from contextsim.formats import IMPORTERS
+from contextsim.policies import POLICIES
+from contextsim.simulate import MAX_TOKENS
+from contextsim.sweep import SweepError, grid, parse_budgets
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -40,3 +43,75 @@ class UploadForm(forms.Form):
                     f"{f.name} is {f.size:,} bytes; the limit is {settings.MAX_UPLOAD_BYTES:,}"
                 )
         return files
+
+
+class SweepForm(forms.Form):
+    """A sweep: runs x policies x budgets, with one estimator and hard limit. Choices
+    come from the policy registry and the estimators the person may use."""
+
+    runs = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, label="Runs")
+    policies = forms.MultipleChoiceField(
+        choices=[(name, name) for name in POLICIES],
+        widget=forms.CheckboxSelectMultiple,
+        initial=["turns", "mythex"],
+        label="Policies",
+    )
+    budgets = forms.CharField(
+        initial="100000 200000 400000 800000",
+        label="Budgets",
+        help_text="tokens per request, separated by spaces or commas",
+    )
+    hard_limit = forms.IntegerField(
+        min_value=1, max_value=MAX_TOKENS, initial=1_000_000, label="Hard limit"
+    )
+    estimator = forms.ChoiceField(label="Estimator", initial="o200k")
+    params = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "mythex.keep_results=6"}),
+        label="Policy parameters",
+        help_text="one policy.parameter=value per line; the others keep their defaults",
+    )
+    title = forms.CharField(required=False, max_length=300, label="Title")
+
+    def __init__(
+        self, *args: Any, runs: list[tuple[str, str]], estimators: list[str], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["runs"].choices = runs  # type: ignore[attr-defined]
+        self.fields["estimator"].choices = [(e, e) for e in estimators]  # type: ignore[attr-defined]
+
+    def clean_budgets(self) -> tuple[int, ...]:
+        try:
+            return parse_budgets(self.cleaned_data["budgets"])
+        except SweepError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_params(self) -> dict[str, dict[str, str]]:
+        found: dict[str, dict[str, str]] = {}
+        for number, line in enumerate(self.cleaned_data["params"].splitlines(), 1):
+            if not line.strip():
+                continue
+            key, sep, value = line.partition("=")
+            policy, dot, name = key.strip().partition(".")
+            if not sep or not dot or not name:
+                raise forms.ValidationError(
+                    f"line {number}: expected policy.parameter=value, got {line.strip()!r}"
+                )
+            if policy not in POLICIES:
+                raise forms.ValidationError(f"line {number}: unknown policy {policy!r}")
+            found.setdefault(policy, {})[name.strip()] = value.strip()
+        return found
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if {"policies", "budgets", "params"} <= data.keys():
+            unused = sorted(set(data["params"]) - set(data["policies"]))
+            if unused:
+                self.add_error("params", f"{', '.join(unused)} is not among the policies")
+                return data
+            try:
+                data["configs"] = grid(data["policies"], data["budgets"], data["params"])
+            except SweepError as exc:
+                field = str(exc).partition(":")[0]
+                self.add_error(field if field in self.fields else "params", str(exc))
+        return data

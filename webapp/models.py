@@ -191,3 +191,50 @@ class CustomRates(models.Model):
     @property
     def estimator_name(self) -> str:
         return f"custom-{self.public_id}"
+
+
+class Sweep(models.Model):
+    """A what-if sweep: configurations (policy x budget, see contextsim.sweep.Config)
+    over a set of runs, one cell per (run, configuration), each computed by a worker.
+    Private to its owner."""
+
+    public_id = models.CharField(max_length=16, unique=True, default=new_public_id)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    title = models.CharField(max_length=300)
+    estimator = models.CharField(max_length=40)
+    hard_limit = models.PositiveBigIntegerField()
+    configs = models.JSONField()
+    runs = models.ManyToManyField(Run, related_name="sweeps")
+    created = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class SweepCell(models.Model):
+    """One (run, configuration) of a sweep: its outcome (contextsim.sweep.Outcome as a
+    dict) once a worker has simulated it, or the error that stopped it."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    sweep = models.ForeignKey(Sweep, on_delete=models.CASCADE, related_name="cells")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    config = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    outcome = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["sweep", "run", "config"], name="cell_unique")
+        ]

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from webapp import views, views_dashboard, views_estimators
+from webapp import views, views_dashboard, views_estimators, views_sweeps
 
 urlpatterns = [
     path("", views.runs_list, name="runs"),
@@ -26,6 +26,9 @@ urlpatterns = [
         views_dashboard.export_records,
         name="export",
     ),
+    path("sweeps/", views_sweeps.sweeps_list, name="sweeps"),
+    path("sweeps/new/", views_sweeps.new_sweep, name="sweep-new"),
+    path("sweeps/<str:public_id>/", views_sweeps.sweep_detail, name="sweep"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

@@ -24,9 +24,9 @@
     });
   }
 
-  function drawLedgers(root) {
+  function drawFigures(root) {
     if (!window.Plotly) { return; }
-    root.querySelectorAll(".ledger-chart").forEach(function (box) {
+    root.querySelectorAll("[data-figure]").forEach(function (box) {
       var data = document.getElementById(box.dataset.figure);
       if (!data) { return; }
       var figure = JSON.parse(data.textContent);
@@ -55,14 +55,14 @@
 
   function ready() {
     drawChart();
-    drawLedgers(document);
+    drawFigures(document);
     copyLinks(document);
     document.addEventListener("keydown", keys);
     // Draw as soon as the new content is in, before the browser settles it, so the
     // chart area is never shown empty.
     document.body.addEventListener("htmx:afterSwap", function (event) {
       drawChart();
-      drawLedgers(document);
+      drawFigures(document);
       copyLinks(event.target);
     });
   }

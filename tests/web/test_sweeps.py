@@ -1,0 +1,174 @@
+"""Sweeps in the web app: the form, creation (all or nothing), one task per cell, the
+worker's service, and the page while it runs and when it is done."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from contextsim.demo import demo_runs
+from contextsim.formats import ParsedFile
+from webapp.models import Run, Sweep, SweepCell, Visibility
+from webapp.services import sweeps
+from webapp.services.imports import save_parsed
+
+pytestmark = pytest.mark.django_db
+
+# Small chapters keep the fleet fast; limits scaled to match (chars4 counts).
+LIMITS = {"budgets": "10000 30000", "hard_limit": "40000", "estimator": "chars4"}
+
+
+@pytest.fixture
+def fleet(alice) -> list[Run]:
+    runs = demo_runs("subagents", chapter_chars=4_000)
+    saved = save_parsed(
+        ParsedFile("demo", runs), owner=alice, visibility=Visibility.PRIVATE, estimators=("chars4",)
+    )
+    return list(saved)
+
+
+@pytest.fixture
+def queued(monkeypatch) -> list[int]:
+    found: list[int] = []
+    monkeypatch.setattr("webapp.tasks.run_sweep_cell.delay", found.append)
+    return found
+
+
+def _post(client: Client, runs: list[Run], **fields: str):
+    data = {"runs": [r.public_id for r in runs], "policies": ["turns", "mythex"], **LIMITS}
+    data.update(fields)
+    return client.post(reverse("sweep-new"), data)
+
+
+def test_the_form_preselects_a_collections_runs(alice_client, fleet):
+    collection = fleet[0].collection
+    assert collection is not None
+    page = alice_client.get(reverse("sweep-new"), {"collection": collection.public_id})
+    html = page.content.decode()
+    assert page.status_code == 200
+    for run in fleet:
+        assert f'value="{run.public_id}" checked' in html
+    assert 'value="turns" id="id_policies_1" checked' in html
+    assert "mythex" in html and "deepagents" in html  # choices from the registry
+
+
+def test_a_sweep_queues_one_task_per_run_and_configuration(
+    alice_client, fleet, queued, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = _post(alice_client, fleet)
+    sweep = Sweep.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/sweeps/{sweep.public_id}/"
+    assert len(sweep.configs) == 4  # 2 policies x 2 budgets
+    assert sweep.cells.count() == 8 * 4
+    assert sorted(queued) == sorted(sweep.cells.values_list("pk", flat=True))
+
+
+def test_the_page_polls_while_cells_are_open_and_shows_the_outcome_when_done(
+    alice_client, fleet, queued, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        _post(alice_client, fleet)
+    sweep = Sweep.objects.get()
+    url = reverse("sweep", args=[sweep.public_id])
+    running = alice_client.get(url).content.decode()
+    assert 'hx-trigger="every 1s"' in running and "0 of 32 cells computed" in running
+    for cell_id in queued:
+        sweeps.run_cell(cell_id)
+    sweep.refresh_from_db()
+    assert sweep.finished is not None
+    done = alice_client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "every 1s" not in done and "Done: 32 of 32 cells" in done
+    outcomes = {
+        (sweep.configs[c.config]["policy"], sweep.configs[c.config]["budget"]): c.outcome
+        for c in sweep.cells.all()
+    }
+    # The seed incident at this scale: turns never cuts a subagent's single turn, so
+    # every run is rejected; mythex clears old chapters and every run finishes.
+    turns = [c.outcome for c in sweep.cells.all() if sweep.configs[c.config]["policy"] == "turns"]
+    mythex = [c.outcome for c in sweep.cells.all() if sweep.configs[c.config]["policy"] == "mythex"]
+    assert all(o["rejected_steps"] > 0 for o in turns)
+    assert all(o["rejected_steps"] == 0 for o in mythex)
+    assert outcomes  # every configuration has cells
+    assert "0 of 8" in done and "8 of 8" in done
+    first = fleet[0]
+    assert f"/runs/{first.public_id}/?policy=turns&amp;budget=10000&amp;hard_limit=40000" in done
+    assert '"sweep-finished"' in done  # figure data for the charts
+
+
+def test_a_cell_delivered_twice_is_computed_once(alice_client, fleet, queued):
+    _post(alice_client, fleet[:1], policies=["mythex"], budgets="20000")
+    (cell,) = SweepCell.objects.all()
+    sweeps.run_cell(cell.pk)
+    cell.refresh_from_db()
+    first = (cell.status, cell.finished, cell.outcome)
+    SweepCell.objects.filter(pk=cell.pk).update(outcome={"kept": "as computed"})
+    sweeps.run_cell(cell.pk)
+    cell.refresh_from_db()
+    assert first[0] == "done" and first[2]["steps"] == 41
+    assert (cell.status, cell.finished, cell.outcome) == ("done", first[1], {"kept": "as computed"})
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            {"budgets": "100000 lots"},
+            "budgets: expected whole numbers of tokens, got &#x27;lots&#x27;",
+        ),
+        ({"budgets": "0"}, "budgets: expected between 1 and 100,000,000 tokens, got 0"),
+        ({"policies": []}, "This field is required."),
+        ({"params": "mythex.keep_results=many"}, "mythex: keep_results: expected int"),
+        ({"params": "keep_results=6"}, "line 1: expected policy.parameter=value"),
+        ({"params": "deepagents.keep_messages=6"}, "deepagents is not among the policies"),
+        ({"hard_limit": "-5"}, "hard limit:"),
+        ({"estimator": "words"}, "Select a valid choice. words is not one of the available"),
+    ],
+)
+def test_bad_sweep_input_is_named_and_nothing_is_saved(
+    alice_client, fleet, queued, fields, message
+):
+    response = _post(alice_client, fleet, **fields)
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert Sweep.objects.count() == 0 and SweepCell.objects.count() == 0 and queued == []
+
+
+def test_runs_of_someone_else_cannot_be_swept(fleet, bob, queued):
+    client = Client()
+    client.force_login(bob)
+    response = _post(client, fleet)
+    assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
+    assert Sweep.objects.count() == 0
+
+
+def test_a_sweep_is_private_to_its_owner(alice_client, fleet, bob, queued):
+    _post(alice_client, fleet)
+    sweep = Sweep.objects.get()
+    client = Client()
+    client.force_login(bob)
+    assert client.get(reverse("sweep", args=[sweep.public_id])).status_code == 404
+    assert sweep.title not in client.get(reverse("sweeps")).content.decode()
+    anonymous = Client().get(reverse("sweep", args=[sweep.public_id]))
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith("/login/")
+
+
+def test_the_list_shows_progress_and_an_empty_state(alice_client, fleet, queued):
+    assert "No sweeps yet" in alice_client.get(reverse("sweeps")).content.decode()
+    _post(alice_client, fleet, title="<b>fleet</b> at four budgets")
+    html = alice_client.get(reverse("sweeps")).content.decode()
+    assert "&lt;b&gt;fleet&lt;/b&gt; at four budgets" in html
+    assert "0 of 32" in html
+
+
+def test_a_failed_cell_is_shown_with_its_reason(alice_client, fleet, queued):
+    _post(alice_client, fleet[:1], policies=["mythex"], budgets="20000")
+    sweep = Sweep.objects.get()
+    Sweep.objects.filter(pk=sweep.pk).update(estimator="custom-gone")
+    (cell,) = sweep.cells.all()
+    sweeps.run_cell(cell.pk)
+    cell.refresh_from_db()
+    assert cell.status == "failed" and cell.error == "estimator custom-gone no longer exists"
+    html = alice_client.get(reverse("sweep", args=[sweep.public_id])).content.decode()
+    assert "1 failed" in html and "estimator custom-gone no longer exists" in html

@@ -1,0 +1,95 @@
+"""Sweeps: create one with a cell per (run, configuration), fan the cells out to the
+workers, and compute a cell (what a worker does)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from contextsim.problems import detect
+from contextsim.simulate import simulate
+from contextsim.sweep import Config, outcome
+from webapp import analysis, selectors
+from webapp.models import Run, Sweep, SweepCell
+
+OPEN = (SweepCell.Status.QUEUED, SweepCell.Status.RUNNING)
+
+
+@transaction.atomic
+def create_sweep(
+    owner: AbstractBaseUser,
+    runs: Sequence[Run],
+    configs: Sequence[Config],
+    *,
+    estimator: str,
+    hard_limit: int,
+    title: str = "",
+) -> Sweep:
+    """Save a sweep and its queued cells (all or nothing) and, once that is committed,
+    queue one task per cell."""
+    if not runs:
+        raise ValueError("runs: choose at least one run")
+    sweep = Sweep.objects.create(
+        owner=owner,
+        title=title or _title(runs, configs),
+        estimator=estimator,
+        hard_limit=hard_limit,
+        configs=[c.to_dict() for c in configs],
+    )
+    sweep.runs.set(runs)
+    cells = SweepCell.objects.bulk_create(
+        SweepCell(sweep=sweep, run=run, config=i) for run in runs for i in range(len(configs))
+    )
+    ids = [c.pk for c in cells]
+    transaction.on_commit(lambda: _enqueue(ids))
+    return sweep
+
+
+def _title(runs: Sequence[Run], configs: Sequence[Config]) -> str:
+    policies = ", ".join(dict.fromkeys(c.policy for c in configs))
+    what = runs[0].title if len(runs) == 1 else f"{len(runs)} runs"
+    return f"{policies} over {what}"
+
+
+def _enqueue(cell_ids: list[int]) -> None:
+    from webapp.tasks import run_sweep_cell
+
+    for cell_id in cell_ids:
+        run_sweep_cell.delay(cell_id)
+
+
+def run_cell(cell_id: int) -> None:
+    """Simulate one cell and store its outcome, or its error; a cell already done (a
+    task delivered twice) is left as it is. Marks the sweep finished after its last
+    cell."""
+    cell = SweepCell.objects.select_related("sweep__owner", "run").get(pk=cell_id)
+    if cell.status in (SweepCell.Status.DONE, SweepCell.Status.FAILED):
+        return
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+    SweepCell.objects.filter(pk=cell.pk).update(status=SweepCell.Status.RUNNING, worker=worker)
+    sweep = cell.sweep
+    try:
+        config = Config.from_dict(sweep.configs[cell.config])
+        counter = selectors.estimators_for(sweep.owner).get(sweep.estimator)
+        if counter is None:
+            raise ValueError(f"estimator {sweep.estimator} no longer exists")
+        sk = analysis.skeleton_of(cell.run, sweep.estimator, counter)
+        sim = simulate(
+            sk,
+            config.policy,
+            config.make_params(),
+            budget=config.budget,
+            hard_limit=sweep.hard_limit,
+            count=counter.count,
+        )
+        fields = {"status": SweepCell.Status.DONE, "outcome": outcome(sim, detect(sim)).to_dict()}
+    except ValueError as exc:
+        fields = {"status": SweepCell.Status.FAILED, "error": str(exc)}
+    SweepCell.objects.filter(pk=cell.pk).update(finished=timezone.now(), **fields)
+    if not sweep.cells.filter(status__in=OPEN).exists():
+        Sweep.objects.filter(pk=sweep.pk, finished__isnull=True).update(finished=timezone.now())
