@@ -169,6 +169,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "processed_folder": str(_queue / "processed"),
         "control_folder": str(_queue / "control"),
         "store_processed": False,
+        # Kombu polls the folder once a second by default: a sweep of many short
+        # tasks would wait on the poll rather than compute.
+        "polling_interval": 0.1,
     }
     # The file-system transport has no fan-out, which remote control needs.
     CELERY_WORKER_ENABLE_REMOTE_CONTROL = False

@@ -43,7 +43,7 @@ def sweep_figures(
             _line(policy, points, key, POLICY_COLOURS[i % len(POLICY_COLOURS)])
             for i, (policy, points) in enumerate(series.items())
         ]
-        figures[key] = {"data": traces, "layout": _layout(title, unit, log)}
+        figures[key] = {"data": traces, "layout": _layout(title, unit, log, budgets)}
     if series:
         runs = max(t.runs for points in series.values() for _, t in points)
         figures["finished"]["layout"]["yaxis"]["range"] = [-0.3, runs + 0.3]
@@ -87,17 +87,27 @@ def _limit_line(budgets: list[int], hard_limit: int) -> dict[str, Any]:
     }
 
 
-def _layout(title: str, unit: str, log: bool) -> dict[str, Any]:
+def _short(tokens: int) -> str:
+    for size, suffix in ((1_000_000, "M"), (1_000, "k")):
+        if tokens >= size and tokens % (size // 10) == 0:
+            return f"{tokens / size:g}{suffix}"
+    return f"{tokens:,}"
+
+
+def _layout(title: str, unit: str, log: bool, budgets: list[int]) -> dict[str, Any]:
     return {
         "title": {"text": title, "font": {"size": 14}},
         "height": 300,
-        "margin": {"l": 60, "r": 10, "t": 40, "b": 45},
+        "margin": {"l": 60, "r": 10, "t": 40, "b": 70},
         "xaxis": {
             "title": {"text": "budget (tokens per request)"},
             "type": "log" if log else "linear",
+            # Ticks at the swept budgets only: log axes otherwise label 2, 3, ... 9.
+            "tickvals": sorted(set(budgets)),
+            "ticktext": [_short(b) for b in sorted(set(budgets))],
         },
         "yaxis": {"title": {"text": unit}, "rangemode": "tozero"},
-        "legend": {"orientation": "h", "y": -0.25},
+        "legend": {"orientation": "h", "y": -0.32},
         "hovermode": "closest",
         "paper_bgcolor": "rgba(0,0,0,0)",
     }
