@@ -107,6 +107,28 @@ def parse_budgets(text: str) -> tuple[int, ...]:
     return tuple(items)
 
 
+def parse_settings(lines: Iterable[str]) -> dict[str, dict[str, str]]:
+    """Policy parameters from lines ``policy.parameter=value`` (blank lines skipped), by
+    policy. Raises SweepError naming the line and what was expected; the values
+    themselves are checked by `grid`."""
+    found: dict[str, dict[str, str]] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition("=")
+        policy, dot, name = key.strip().partition(".")
+        if not sep or not dot or not name.strip():
+            raise SweepError(
+                f"line {number}: expected policy.parameter=value, got {line.strip()!r}"
+            )
+        if policy not in POLICIES:
+            raise SweepError(
+                f"line {number}: unknown policy {policy!r}; expected one of {', '.join(POLICIES)}"
+            )
+        found.setdefault(policy, {})[name.strip()] = value.strip()
+    return found
+
+
 def _split_commas(chunk: str) -> list[str]:
     parts = chunk.strip(",").split(",")
     if len(parts) > 1 and all(len(p) == 3 and p.isdigit() for p in parts[1:]) and parts[0]:

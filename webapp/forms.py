@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import UploadedFile
 from contextsim.formats import IMPORTERS
 from contextsim.policies import POLICIES
 from contextsim.simulate import MAX_TOKENS
-from contextsim.sweep import SweepError, grid, parse_budgets
+from contextsim.sweep import SweepError, grid, parse_budgets, parse_settings
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -87,20 +87,10 @@ class SweepForm(forms.Form):
             raise forms.ValidationError(str(exc)) from None
 
     def clean_params(self) -> dict[str, dict[str, str]]:
-        found: dict[str, dict[str, str]] = {}
-        for number, line in enumerate(self.cleaned_data["params"].splitlines(), 1):
-            if not line.strip():
-                continue
-            key, sep, value = line.partition("=")
-            policy, dot, name = key.strip().partition(".")
-            if not sep or not dot or not name:
-                raise forms.ValidationError(
-                    f"line {number}: expected policy.parameter=value, got {line.strip()!r}"
-                )
-            if policy not in POLICIES:
-                raise forms.ValidationError(f"line {number}: unknown policy {policy!r}")
-            found.setdefault(policy, {})[name.strip()] = value.strip()
-        return found
+        try:
+            return parse_settings(self.cleaned_data["params"].splitlines())
+        except SweepError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

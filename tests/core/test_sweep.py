@@ -18,6 +18,7 @@ from contextsim.sweep import (
     grid,
     outcome,
     parse_budgets,
+    parse_settings,
     totals,
 )
 from tests.core.histories import histories
@@ -127,3 +128,24 @@ def test_totals_add_up_the_cells_in_any_order(runs, budget):
 def test_totals_of_no_cells_are_zero():
     empty = totals([])
     assert (empty.runs, empty.peak_sent, empty.cost, empty.cached_share) == (0, 0, 0.0, 0.0)
+
+
+def test_policy_settings_are_read_by_policy_from_lines():
+    lines = ["mythex.keep_results = 6", "", "deepagents.keep_messages=10"]
+    assert parse_settings(lines) == {
+        "mythex": {"keep_results": "6"},
+        "deepagents": {"keep_messages": "10"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("keep_results=6", "line 1: expected policy.parameter=value, got 'keep_results=6'"),
+        ("mythex.keep_results", "line 1: expected policy.parameter=value"),
+        ("magic.x=1", "line 1: unknown policy 'magic'; expected one of none, turns"),
+    ],
+)
+def test_a_bad_settings_line_is_named(line, message):
+    with pytest.raises(SweepError, match=message):
+        parse_settings([line])

@@ -172,3 +172,24 @@ def test_a_failed_cell_is_shown_with_its_reason(alice_client, fleet, queued):
     assert cell.status == "failed" and cell.error == "estimator custom-gone no longer exists"
     html = alice_client.get(reverse("sweep", args=[sweep.public_id])).content.decode()
     assert "1 failed" in html and "estimator custom-gone no longer exists" in html
+
+
+def test_the_sweep_command_starts_a_sweep_and_names_bad_input(fleet, queued, capsys):
+    from django.core.management import CommandError, call_command
+
+    ids = [f"--run={r.public_id}" for r in fleet[:2]]
+    common = ["--policy=mythex", "--owner=alice"]
+    call_command("sweep", *ids, *common, "--budgets=20000 30000", "--estimator=chars4")
+    sweep = Sweep.objects.get()
+    assert capsys.readouterr().out.strip() == f"/sweeps/{sweep.public_id}/"
+    assert sweep.cells.count() == 4 and sweep.owner.username == "alice"
+    bad = [
+        (["--budgets=1000"], "no run found: give --run or --collection public ids"),
+        ([*ids, "--budgets=10k"], "budgets: expected whole numbers of tokens, got '10k'"),
+        ([*ids, "--budgets=1000", "--estimator=words"], "unknown estimator 'words'"),
+        ([*ids, "--budgets=1000", "--set=mythex.keep_results=x"], "mythex: keep_results"),
+    ]
+    for args, message in bad:
+        with pytest.raises(CommandError, match=message):
+            call_command("sweep", *args, *common)
+    assert Sweep.objects.count() == 1
