@@ -1,0 +1,52 @@
+"""A sweep in real Chromium: from a run's collection to the form, the outcome drawn as
+charts, and a cell opening the run's dashboard with that configuration."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from contextsim.demo import demo_runs
+from contextsim.formats import ParsedFile
+from webapp.celery import app
+from webapp.models import Visibility
+from webapp.services.imports import save_parsed
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def fleet(page):
+    from django.contrib.auth.models import User
+
+    # No worker process here: tasks run in the request that queues them.
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    owner, _ = User.objects.get_or_create(username="local")
+    runs = demo_runs("subagents", chapter_chars=4_000)[:3]
+    yield save_parsed(
+        ParsedFile("demo", runs), owner=owner, visibility=Visibility.PRIVATE, estimators=("chars4",)
+    )
+    app.conf.task_always_eager = previous
+
+
+def test_a_sweep_started_from_a_collection_shows_its_outcome_and_opens_cells(page, fleet):
+    page.goto(f"{page.base}/runs/{fleet[0].public_id}/?estimator=chars4")
+    page.click("text=sweep budgets and policies over the collection")
+    assert page.locator("input[name=runs]:checked").count() == 3
+    page.fill("input[name=budgets]", "10000, 30000")
+    page.fill("input[name=hard_limit]", "40000")
+    page.select_option("select[name=estimator]", "chars4")
+    page.click("text=Start the sweep")
+    page.wait_for_url(re.compile(r"/sweeps/[\w-]+/$"))
+    page.locator("text=Done: 12 of 12 cells").wait_for()
+    for key in ("finished", "peak", "cost"):
+        page.locator(f"[data-figure='sweep-{key}'] .main-svg").first.wait_for()
+    rows = page.locator("table.data").first.inner_text()
+    assert re.search(r"turns\s+10,000\s+0 of 3", rows)
+    assert re.search(r"mythex\s+30,000\s+3 of 3", rows)
+    page.locator(".sweep-grid td.bad a").first.click()
+    page.wait_for_url(re.compile(r"/runs/[\w-]+/\?policy=turns&budget=10000&hard_limit=40000"))
+    page.locator("#chart[data-drawn='1']").wait_for()
+    assert "Rejected requests" in page.locator("dl.cards").inner_text()
