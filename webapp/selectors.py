@@ -211,11 +211,16 @@ def sweep_list(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Sweep]:
     """The user's sweeps, newest first, with their cell counts (`done`, `failed`,
     `total`) and run count (`run_count`)."""
     status = SweepCell.Status
-    return visible_sweeps(user).annotate(
-        total=Count("cells", distinct=True),
-        done=Count("cells", filter=Q(cells__status=status.DONE), distinct=True),
-        failed=Count("cells", filter=Q(cells__status=status.FAILED), distinct=True),
-        run_count=Count("runs", distinct=True),
+    # Aggregating queries drop Meta.ordering, so it is stated again.
+    return (
+        visible_sweeps(user)
+        .annotate(
+            total=Count("cells", distinct=True),
+            done=Count("cells", filter=Q(cells__status=status.DONE), distinct=True),
+            failed=Count("cells", filter=Q(cells__status=status.FAILED), distinct=True),
+            run_count=Count("runs", distinct=True),
+        )
+        .order_by("-created", "-id")
     )
 
 

@@ -157,9 +157,11 @@ def test_a_sweep_is_private_to_its_owner(alice_client, fleet, bob, queued):
 def test_the_list_shows_progress_and_an_empty_state(alice_client, fleet, queued):
     assert "No sweeps yet" in alice_client.get(reverse("sweeps")).content.decode()
     _post(alice_client, fleet, title="<b>fleet</b> at four budgets")
+    _post(alice_client, fleet[:1], title="the newest")
     html = alice_client.get(reverse("sweeps")).content.decode()
     assert "&lt;b&gt;fleet&lt;/b&gt; at four budgets" in html
-    assert "0 of 32" in html
+    assert "0 of 32" in html and "0 of 4" in html
+    assert html.index("the newest") < html.index("four budgets")
 
 
 def test_a_failed_cell_is_shown_with_its_reason(alice_client, fleet, queued):
