@@ -238,3 +238,21 @@ class SweepCell(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["sweep", "run", "config"], name="cell_unique")
         ]
+
+
+def new_share_token() -> str:
+    """An unguessable share token (144 random bits)."""
+    return secrets.token_urlsafe(18)
+
+
+class ShareLink(models.Model):
+    """Read-only access to one run for whoever holds the link, until it is revoked."""
+
+    token = models.CharField(max_length=40, unique=True, default=new_share_token)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="shares")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    created = models.DateTimeField(auto_now_add=True)
+    revoked = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]

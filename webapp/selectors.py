@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -12,7 +13,16 @@ from django.urls import reverse
 from contextsim.estimators import ESTIMATORS, Estimator
 from contextsim.model import request_bounds
 from contextsim.sweep import Config, Outcome, Totals, totals
-from webapp.models import CustomRates, ImportJob, Message, Run, Sweep, SweepCell, Visibility
+from webapp.models import (
+    CustomRates,
+    ImportJob,
+    Message,
+    Run,
+    ShareLink,
+    Sweep,
+    SweepCell,
+    Visibility,
+)
 
 
 def visible_runs(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Run]:
@@ -40,13 +50,37 @@ def run_formats(user: AbstractBaseUser | AnonymousUser) -> list[str]:
     return sorted(set(visible_runs(user).values_list("format", flat=True)))
 
 
-def get_run(user: AbstractBaseUser | AnonymousUser, public_id: str) -> Run:
-    """The run, if the user may see it; else 404 (never 403: ids of private runs stay
-    secret)."""
-    run = visible_runs(user).select_related("collection").filter(public_id=public_id).first()
+def get_run(
+    user: AbstractBaseUser | AnonymousUser, public_id: str, shares: Sequence[str] = ()
+) -> Run:
+    """The run, if the user may see it (public, their own, or shared with them by one of
+    the share tokens they hold that is not revoked); else 404 (never 403: ids of
+    private runs stay secret)."""
+    runs = visible_runs(user).filter(public_id=public_id)
+    if shares:
+        runs = runs | Run.objects.filter(
+            public_id=public_id, shares__token__in=shares, shares__revoked__isnull=True
+        )
+    run = runs.select_related("collection").first()
     if run is None:
         raise Http404("no such run")
     return run
+
+
+def get_owned_run(user: AbstractBaseUser | AnonymousUser, public_id: str) -> Run:
+    """The run if the user owns it (to share it); else 404."""
+    run = Run.objects.filter(public_id=public_id, owner_id=user.pk).first()
+    if run is None or not user.is_authenticated:
+        raise Http404("no such run")
+    return run
+
+
+def active_share(token: str) -> ShareLink:
+    link = ShareLink.objects.select_related("run").filter(token=token, revoked__isnull=True)
+    found = link.first()
+    if found is None:
+        raise Http404("this share link does not exist or was revoked")
+    return found
 
 
 def get_job(user: AbstractBaseUser | AnonymousUser, public_id: str) -> ImportJob:

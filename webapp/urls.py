@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from webapp import views, views_dashboard, views_estimators, views_sweeps
+from webapp import views, views_dashboard, views_estimators, views_sharing, views_sweeps
 
 urlpatterns = [
     path("", views.runs_list, name="runs"),
@@ -26,6 +26,13 @@ urlpatterns = [
         views_dashboard.export_records,
         name="export",
     ),
+    path("runs/<str:public_id>/share/", views_sharing.share_page, name="share"),
+    path(
+        "runs/<str:public_id>/share/<str:token>/revoke/",
+        views_sharing.revoke_share,
+        name="revoke-share",
+    ),
+    path("s/<str:token>/", views_sharing.open_share, name="open-share"),
     path("sweeps/", views_sweeps.sweeps_list, name="sweeps"),
     path("sweeps/new/", views_sweeps.new_sweep, name="sweep-new"),
     path("sweeps/<str:public_id>/", views_sweeps.sweep_detail, name="sweep"),

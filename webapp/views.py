@@ -8,7 +8,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from contextsim.estimators import ESTIMATORS
-from webapp import selectors, tasks
+from webapp import selectors, share_grants, tasks
 from webapp.forms import UploadForm
 from webapp.models import ImportJob
 from webapp.services import imports
@@ -61,7 +61,7 @@ def import_status(request: HttpRequest, public_id: str) -> HttpResponse:
 
 @require_GET
 def run_detail(request: HttpRequest, public_id: str) -> HttpResponse:
-    run = selectors.get_run(request.user, public_id)
+    run = selectors.get_run(request.user, public_id, share_grants.held(request))
     rows = selectors.request_rows(run)
     context = {
         "run": run,

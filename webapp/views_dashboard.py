@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 from contextsim.policies import POLICIES
 from contextsim.problems import KINDS as PROBLEM_KINDS
 from contextsim.report import simulation_summary
-from webapp import analysis, selectors, trace
+from webapp import analysis, selectors, share_grants, trace
 from webapp.charts import ledger_figure
 
 PROBLEMS = 50
@@ -20,9 +20,12 @@ PROBLEMS = 50
 
 
 def _context(request: HttpRequest, public_id: str) -> tuple[dict[str, object], int]:
-    run = selectors.get_run(request.user, public_id)
+    run = selectors.get_run(request.user, public_id, share_grants.held(request))
+    owner = request.user.is_authenticated and run.owner_id == request.user.pk
     base: dict[str, object] = {
         "run": run,
+        "is_owner": owner,
+        "can_sweep": request.user.is_authenticated and (owner or run.visibility == "public"),
         "policies": POLICIES,
         "query": request.GET,
         "siblings": run.collection.runs.order_by("subagent", "id") if run.collection else [],
@@ -107,7 +110,7 @@ def step_inspector(request: HttpRequest, public_id: str, step: int) -> HttpRespo
 
 @require_GET
 def message_text(request: HttpRequest, public_id: str, index: int) -> HttpResponse:
-    run = selectors.get_run(request.user, public_id)
+    run = selectors.get_run(request.user, public_id, share_grants.held(request))
     message = selectors.get_message(run, index)
     return render(request, "step.html#message-full", {"text": trace.message_text(message.parts)})
 

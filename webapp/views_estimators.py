@@ -16,7 +16,7 @@ from contextsim.estimator_report import REFERENCES, compare_text, signed_error
 from contextsim.estimators import ESTIMATORS
 from contextsim.fit import MIN_REQUESTS
 from contextsim.scripts import segments
-from webapp import selectors
+from webapp import selectors, share_grants
 from webapp.charts import estimates_figure
 from webapp.services import custom_estimators
 from webapp.services.estimator_reports import estimator_report
@@ -62,7 +62,7 @@ def _reference(request: HttpRequest) -> tuple[str, str]:
 
 @require_GET
 def run_estimators(request: HttpRequest, public_id: str) -> HttpResponse:
-    run = selectors.get_run(request.user, public_id)
+    run = selectors.get_run(request.user, public_id, share_grants.held(request))
     reference, error = _reference(request)
     try:
         budget = int(request.GET.get("budget") or 400_000)

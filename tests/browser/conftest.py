@@ -54,3 +54,17 @@ def page(chromium, live_server, settings, tmp_path):  # type: ignore[no-untyped-
     page.base = live_server.url
     yield page
     context.close()
+
+
+@pytest.fixture
+def run(page):  # type: ignore[no-untyped-def]
+    """A small native run owned by the local user, with problems at a budget of 8,000."""
+    from django.contrib.auth.models import User
+
+    from tests.web.test_dashboard import native_run
+    from tests.web.test_import_service import import_bytes
+    from webapp.models import Run
+
+    owner, _ = User.objects.get_or_create(username="local")
+    import_bytes(owner, "dash.json", native_run())
+    return Run.objects.get(title="dash")

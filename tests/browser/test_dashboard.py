@@ -7,20 +7,7 @@ import re
 
 import pytest
 
-from tests.web.test_dashboard import native_run
-from tests.web.test_import_service import import_bytes
-from webapp.models import Run
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def run(page):
-    from django.contrib.auth.models import User
-
-    owner, _ = User.objects.get_or_create(username="local")
-    import_bytes(owner, "dash.json", native_run())
-    return Run.objects.get(title="dash")
 
 
 def open_dashboard(page, run, query=""):
