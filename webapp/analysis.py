@@ -143,9 +143,9 @@ _CACHE_SIZE = 64
 
 
 def skeleton_of(run: Run, estimator: str, counter: Estimator | None = None) -> Skeleton:
-    """The stored skeleton, kept in a small in-process cache (keyed by the run's size, so
-    a run that grows is read again)."""
-    key = (run.pk, estimator, run.message_count)
+    """The stored skeleton, kept in a small in-process cache (keyed by the run's
+    revision, so a run that grows is read again)."""
+    key = (run.pk, estimator, run.revision)
     found = _CACHE.get(key)
     if found is None:
         row = RunSkeleton.objects.filter(run=run, estimator=estimator).first()

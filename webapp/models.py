@@ -102,6 +102,10 @@ class Run(models.Model):
     peak_measured_context = models.PositiveBigIntegerField(null=True, blank=True)
     tool_call_count = models.PositiveIntegerField(default=0)
     created = models.DateTimeField(auto_now_add=True, db_index=True)
+    # A streamed run grows: every change bumps the revision (caches key on it) and
+    # records when it happened (the dashboard follows a run that changed lately).
+    revision = models.PositiveIntegerField(default=0)
+    last_append = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -252,6 +256,22 @@ class ShareLink(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="shares")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     created = models.DateTimeField(auto_now_add=True)
+    revoked = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+
+class ApiToken(models.Model):
+    """A key for the HTTP API (live streaming). Only its SHA-256 is kept; the key is
+    shown once, when it is created."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=12)
+    digest = models.CharField(max_length=64, unique=True)
+    created = models.DateTimeField(auto_now_add=True)
+    last_used = models.DateTimeField(null=True, blank=True)
     revoked = models.DateTimeField(null=True, blank=True)
 
     class Meta:

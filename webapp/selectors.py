@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404, QueryDict
 from django.urls import reverse
+from django.utils import timezone
 
 from contextsim.estimators import ESTIMATORS, Estimator
 from contextsim.model import request_bounds
@@ -65,6 +67,14 @@ def get_run(
     if run is None:
         raise Http404("no such run")
     return run
+
+
+LIVE_FOR = timedelta(minutes=10)
+"""A run that changed this recently is followed by its open dashboards."""
+
+
+def is_live(run: Run) -> bool:
+    return run.last_append is not None and timezone.now() - run.last_append < LIVE_FOR
 
 
 def get_owned_run(user: AbstractBaseUser | AnonymousUser, public_id: str) -> Run:

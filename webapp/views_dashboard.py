@@ -30,6 +30,7 @@ def _context(request: HttpRequest, public_id: str) -> tuple[dict[str, object], i
         "query": request.GET,
         "siblings": run.collection.runs.order_by("subagent", "id") if run.collection else [],
     }
+    base["live"] = selectors.is_live(run)
     base["form"] = analysis.form_values(request.GET)
     choices = selectors.estimators_for(request.user)
     base["estimators"] = choices
@@ -146,3 +147,18 @@ def ledger(request: HttpRequest, public_id: str) -> HttpResponse:
         context["permalink"] = result.state.query()
     template = "ledger.html#ledger" if request.htmx else "ledger.html"
     return render(request, template, context, status=status)
+
+
+@require_GET
+def run_live(request: HttpRequest, public_id: str) -> HttpResponse:
+    """Polled while a run is live: nothing (204) while it has not changed since
+    `revision`; else the live line again with an `HX-Trigger` that makes the controls
+    redraw the analysis; once the run has stopped growing, a line that stops polling."""
+    run = selectors.get_run(request.user, public_id, share_grants.held(request))
+    live = selectors.is_live(run)
+    if live and str(run.revision) == request.GET.get("revision"):
+        return HttpResponse(status=204)
+    response = render(request, "run.html#live", {"run": run, "live": live})
+    if str(run.revision) != request.GET.get("revision"):
+        response["HX-Trigger"] = "contextsim:grew"
+    return response

@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Iterable
 from typing import Protocol
 
 from contextsim.estimators.calibrated import calibrated_estimators
@@ -140,6 +141,16 @@ def count_message(message: Message, estimator: Estimator) -> int:
             _MEMO.clear()
         found = _MEMO[key] = count_parts(message, estimator) + MESSAGE_OVERHEAD
     return found
+
+
+def seed_counts(known: Iterable[tuple[str, str, int]]) -> None:
+    """Remember message counts computed before, as (estimator name, content key, tokens
+    with overhead), e.g. those stored at import, so that building a skeleton again does
+    not tokenize those messages again."""
+    for name, key, tokens in known:
+        if len(_MEMO) >= _MEMO_LIMIT:
+            _MEMO.clear()
+        _MEMO[(name, key)] = tokens
 
 
 def count_all(message: Message) -> dict[str, int]:

@@ -18,6 +18,7 @@ from contextsim.estimators import (
     count_all,
     count_message,
     offline_bpe,
+    seed_counts,
 )
 from contextsim.model import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
 
@@ -91,3 +92,12 @@ def test_content_key_depends_on_content_not_on_source():
     b = Message("tool", (ToolResultPart("c1", "x"),), source="line 9")
     c = Message("tool", (ToolResultPart("c1", "y"),))
     assert content_key(a) == content_key(b) != content_key(c)
+
+
+def test_seeded_counts_are_used_instead_of_tokenizing_again():
+    message = Message("tool", (ToolResultPart("c1", "a result seen at import " * 50),))
+    key = content_key(message)
+    seed_counts([("o200k", key, 12_345)])
+    assert count_message(message, ESTIMATORS["o200k"]) == 12_345
+    other = Message("tool", (ToolResultPart("c1", "a different result"),))
+    assert count_message(other, ESTIMATORS["o200k"]) < 100

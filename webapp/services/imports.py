@@ -154,7 +154,7 @@ def save_run(
     )
     batch: list[Message] = []
     for index, message in enumerate(run.messages):
-        batch.append(_message_row(stored, index, message, chosen))
+        batch.append(message_row(stored, index, message, chosen))
         if len(batch) >= BATCH:
             Message.objects.bulk_create(batch)
             batch = []
@@ -168,7 +168,7 @@ def save_run(
     return stored
 
 
-def _message_row(
+def message_row(
     run: Run, index: int, message: core.Message, estimators: dict[str, Estimator]
 ) -> Message:
     usage = message.usage

@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 
 from contextsim import model as core
 from contextsim import skeleton
-from contextsim.estimators import Estimator
+from contextsim.estimators import Estimator, seed_counts
 from contextsim.formats.native import parse_message
 from webapp.models import Message, Run, RunSkeleton
 
@@ -60,7 +60,9 @@ def stored_run(run: Run) -> core.Run:
 
 def build_skeleton(run: Run, estimator: str, counter: Estimator) -> dict[str, object]:
     """Build, store and return the skeleton data of `run` under `estimator` (whose
-    counting is `counter`)."""
+    counting is `counter`). Messages counted at import are not tokenized again."""
+    known = Message.objects.filter(run=run).values_list("content_hash", "counts")
+    seed_counts((estimator, key, counts[estimator]) for key, counts in known if estimator in counts)
     data = skeleton.to_dict(skeleton.build(stored_run(run), counter))
     try:
         with transaction.atomic():

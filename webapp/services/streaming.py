@@ -1,0 +1,145 @@
+"""Live runs: create a run that will grow, append messages to it (or replace its tail,
+when the last response of a log was still being written), and keep a stored run in step
+with a log file that is still growing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Count, F, Max, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from contextsim import model as core
+from contextsim.estimators import ESTIMATORS, content_key
+from contextsim.formats import ParsedFile, parse_path
+from webapp.models import Collection, Message, Run, RunSkeleton, Visibility
+from webapp.services.imports import message_row, save_run
+
+
+def create_live_run(owner: AbstractBaseUser, run: core.Run) -> Run:
+    """Save `run` (its header and any first messages) as a private run that will grow."""
+    with transaction.atomic():
+        stored = save_run(run, owner=owner, visibility=Visibility.PRIVATE)
+        Run.objects.filter(pk=stored.pk).update(last_append=timezone.now())
+    stored.refresh_from_db()
+    return stored
+
+
+def append_messages(run: Run, messages: Sequence[core.Message], start: int | None = None) -> Run:
+    """Store `messages` from position `start` on (default: after the last one),
+    replacing any stored message from there: all or nothing. Counts every new message
+    by every estimator; skeletons are rebuilt when next needed. Returns the run, updated.
+
+    Requests before `start` are unchanged, so permalinks to them stay valid."""
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        end = locked.message_count
+        start = end if start is None else start
+        if not 0 <= start <= end:
+            raise ValueError(f"start: expected a position from 0 to {end}, got {start}")
+        removed = Message.objects.filter(run=locked, index__gte=start)
+        dropped_calls = sum(_calls(parts) for parts in removed.values_list("parts", flat=True))
+        removed.delete()
+        Message.objects.bulk_create(
+            message_row(locked, start + i, m, ESTIMATORS) for i, m in enumerate(messages)
+        )
+        RunSkeleton.objects.filter(run=locked).delete()
+        figures = _figures(locked)
+        Run.objects.filter(pk=locked.pk).update(
+            message_count=start + len(messages),
+            tool_call_count=F("tool_call_count")
+            - dropped_calls
+            + sum(len(m.tool_calls) for m in messages),
+            revision=F("revision") + 1,
+            last_append=timezone.now(),
+            **figures,
+        )
+    run.refresh_from_db()
+    return run
+
+
+def _calls(parts: list[dict[str, object]]) -> int:
+    return sum(1 for p in parts if p.get("type") == "tool_call")
+
+
+def _figures(run: Run) -> dict[str, object]:
+    rows = Message.objects.filter(run=run)
+    context = F("usage_input") + Coalesce("usage_cache_read", 0) + Coalesce("usage_cache_write", 0)
+    found = rows.aggregate(
+        requests=Count("pk", filter=Q(role="assistant")),
+        measured=Count("pk", filter=Q(usage_input__isnull=False)),
+        peak=Max(context),
+    )
+    return {
+        "request_count": found["requests"],
+        "requests_with_usage": found["measured"],
+        "peak_measured_context": found["peak"],
+    }
+
+
+def sync_file(
+    owner: AbstractBaseUser, path: Path, known: dict[str, Run], format: str | None = None
+) -> list[tuple[Run, int]]:
+    """Bring the stored runs of a growing log file in step with it: a run seen for the
+    first time is created; a known one gets its new messages, and the tail that changed
+    (a response still being written) replaced. `known` maps a run's key (session id or
+    title) to its stored run and is updated. Returns (run, messages added or replaced)
+    for every run that changed."""
+    parsed: ParsedFile = parse_path(str(path), format)
+    changed = []
+    for run in parsed.runs:
+        key = run.session_id or run.title
+        stored = known.get(key) or _earlier(owner, run)
+        if stored is not None:
+            known[key] = stored
+        else:
+            stored = known[key] = create_live_run(owner, run)
+            _join_parent(stored)
+            changed.append((stored, len(run.messages)))
+            continue
+        if run.title and run.title != stored.title:
+            Run.objects.filter(pk=stored.pk).update(title=run.title[:300])
+            stored.title = run.title[:300]
+        start = _first_difference(stored, run)
+        if start < len(run.messages) or start < stored.message_count:
+            append_messages(stored, run.messages[start:], start)
+            changed.append((stored, len(run.messages) - start))
+    return changed
+
+
+def _join_parent(run: Run) -> None:
+    """Put a subagent run in one collection with its parent session's run."""
+    if not run.parent_session_id:
+        return
+    parent = Run.objects.filter(owner=run.owner, session_id=run.parent_session_id).first()
+    if parent is None:
+        return
+    if parent.collection is None:
+        parent.collection = Collection.objects.create(
+            owner=run.owner, visibility=parent.visibility, title=parent.title
+        )
+        parent.save(update_fields=["collection"])
+    run.collection = parent.collection
+    run.save(update_fields=["collection"])
+
+
+def _earlier(owner: AbstractBaseUser, run: core.Run) -> Run | None:
+    """The live run stored for this log run by an earlier sync, if any."""
+    same = Q(session_id=run.session_id) if run.session_id else Q(title=run.title, session_id="")
+    live = Run.objects.filter(same, owner=owner, last_append__isnull=False)
+    return live.order_by("-id").first()
+
+
+def _first_difference(stored: Run, run: core.Run) -> int:
+    """The first position where the stored messages and the file's differ."""
+    hashes = list(
+        Message.objects.filter(run=stored).order_by("index").values_list("content_hash", flat=True)
+    )
+    for i, (old, new) in enumerate(zip(hashes, run.messages, strict=False)):
+        if old != content_key(new):
+            return i
+    return min(len(hashes), len(run.messages))

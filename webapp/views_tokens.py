@@ -1,0 +1,35 @@
+"""API tokens page: create a token (its key is shown once), list and revoke them."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from webapp.models import ApiToken
+from webapp.services import api_tokens
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tokens(request: HttpRequest) -> HttpResponse:
+    new_key = ""
+    if request.method == "POST":
+        _, new_key = api_tokens.create_token(request.user, request.POST.get("name", ""))  # type: ignore[arg-type]
+    context = {
+        "tokens": ApiToken.objects.filter(owner=request.user),
+        "new_key": new_key,
+        "api_base": request.build_absolute_uri("/api/runs/"),
+    }
+    return render(request, "tokens.html", context, status=201 if new_key else 200)
+
+
+@login_required
+@require_POST
+def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:
+    token = ApiToken.objects.filter(pk=pk, owner=request.user).first()
+    if token is None:
+        raise Http404("no such token")
+    api_tokens.revoke_token(token)
+    return redirect("tokens")
