@@ -138,14 +138,15 @@ def form_values(query: QueryDict) -> dict[str, str]:
     return values
 
 
-_CACHE: OrderedDict[tuple[int, str, int], Skeleton] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, str, int], Skeleton] = OrderedDict()
 _CACHE_SIZE = 64
 
 
 def skeleton_of(run: Run, estimator: str, counter: Estimator | None = None) -> Skeleton:
-    """The stored skeleton, kept in a small in-process cache (keyed by the run's
-    revision, so a run that grows is read again)."""
-    key = (run.pk, estimator, run.revision)
+    """The stored skeleton, kept in a small in-process cache, keyed by the run's public
+    id (never reused, unlike a primary key after a deletion) and its revision (so a run
+    that grows is read again)."""
+    key = (run.public_id, estimator, run.revision)
     found = _CACHE.get(key)
     if found is None:
         row = RunSkeleton.objects.filter(run=run, estimator=estimator).first()

@@ -129,7 +129,6 @@ def _layout(sim: Simulation, top: int) -> dict[str, Any]:
     """Axes, and the budget and hard limit as lines. A limit far above every request
     would squash the run into the floor: the axis then fits the data and says where the
     limits are instead."""
-    hline = {"type": "line", "xref": "paper", "x0": 0, "x1": 1}
     if top and sim.budget > 3 * top:
         return {
             "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
@@ -156,34 +155,22 @@ def _layout(sim: Simulation, top: int) -> dict[str, Any]:
         "legend": {"orientation": "h", "y": -0.15},
         "xaxis": {"title": {"text": "request (step)"}, "rangemode": "tozero"},
         "yaxis": {"title": {"text": "tokens"}, "rangemode": "tozero", "tickformat": ",d"},
+        **limit_lines(sim.budget, sim.hard_limit),
+    }
+
+
+def limit_lines(budget: int, hard_limit: int) -> dict[str, list[dict[str, Any]]]:
+    """Layout shapes and labels for the budget and the hard limit (tokens)."""
+    hline = {"type": "line", "xref": "paper", "x0": 0, "x1": 1}
+    label = {"xref": "paper", "x": 1, "showarrow": False, "xanchor": "right", "yanchor": "bottom"}
+    return {
         "shapes": [
-            {
-                **hline,
-                "y0": sim.budget,
-                "y1": sim.budget,
-                "line": {"color": "#0072B2", "dash": "dash"},
-            },
-            {**hline, "y0": sim.hard_limit, "y1": sim.hard_limit, "line": {"color": "#D55E00"}},
+            {**hline, "y0": budget, "y1": budget, "line": {"color": "#0072B2", "dash": "dash"}},
+            {**hline, "y0": hard_limit, "y1": hard_limit, "line": {"color": "#D55E00"}},
         ],
         "annotations": [
-            {
-                "xref": "paper",
-                "x": 1,
-                "y": sim.budget,
-                "text": f"budget {sim.budget:,}",
-                "showarrow": False,
-                "xanchor": "right",
-                "yanchor": "bottom",
-            },
-            {
-                "xref": "paper",
-                "x": 1,
-                "y": sim.hard_limit,
-                "text": f"hard limit {sim.hard_limit:,}",
-                "showarrow": False,
-                "xanchor": "right",
-                "yanchor": "bottom",
-            },
+            {**label, "y": budget, "text": f"budget {budget:,}"},
+            {**label, "y": hard_limit, "text": f"hard limit {hard_limit:,}"},
         ],
     }
 

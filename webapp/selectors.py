@@ -16,6 +16,7 @@ from contextsim.estimators import ESTIMATORS, Estimator
 from contextsim.model import request_bounds
 from contextsim.sweep import Config, Outcome, Totals, totals
 from webapp.models import (
+    Collection,
     CustomRates,
     ImportJob,
     Message,
@@ -91,6 +92,25 @@ def active_share(token: str) -> ShareLink:
     if found is None:
         raise Http404("this share link does not exist or was revoked")
     return found
+
+
+def get_collection(
+    user: AbstractBaseUser | AnonymousUser, public_id: str
+) -> tuple[Collection, list[Run]]:
+    """A collection the user may see and its runs that they may see (main run first);
+    else 404."""
+    rule = Q(visibility=Visibility.PUBLIC)
+    if user.is_authenticated:
+        rule |= Q(owner=user)
+    collection = Collection.objects.filter(rule, public_id=public_id).first()
+    runs = list(
+        visible_runs(user).filter(collection=collection).order_by("subagent", "id")
+        if collection
+        else []
+    )
+    if collection is None or not runs:
+        raise Http404("no such collection")
+    return collection, runs
 
 
 def get_job(user: AbstractBaseUser | AnonymousUser, public_id: str) -> ImportJob:

@@ -6,6 +6,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from contextsim.demo import demo_runs
+from contextsim.formats import ParsedFile
+from webapp.models import Run, Visibility
+from webapp.services.imports import save_parsed
+
 
 @pytest.fixture(autouse=True)
 def media_in_tmp(settings, tmp_path: Path) -> None:
@@ -28,3 +33,15 @@ def alice_client(alice: User) -> Client:
     client = Client()
     client.force_login(alice)
     return client
+
+
+@pytest.fixture
+def fleet(alice: User) -> list[Run]:
+    """The seed incident's 8 subagents (and their main agent) at a small scale: chapters
+    of 4,000 characters, counted with chars4 only. At a 40,000 hard limit `turns` rejects
+    every subagent and `mythex` none."""
+    runs = demo_runs("subagents", chapter_chars=4_000)
+    saved = save_parsed(
+        ParsedFile("demo", runs), owner=alice, visibility=Visibility.PRIVATE, estimators=("chars4",)
+    )
+    return list(saved)

@@ -7,25 +7,13 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from contextsim.demo import demo_runs
-from contextsim.formats import ParsedFile
-from webapp.models import Run, Sweep, SweepCell, Visibility
+from webapp.models import Run, Sweep, SweepCell
 from webapp.services import sweeps
-from webapp.services.imports import save_parsed
 
 pytestmark = pytest.mark.django_db
 
 # Small chapters keep the fleet fast; limits scaled to match (chars4 counts).
 LIMITS = {"budgets": "10000 30000", "hard_limit": "40000", "estimator": "chars4"}
-
-
-@pytest.fixture
-def fleet(alice) -> list[Run]:
-    runs = demo_runs("subagents", chapter_chars=4_000)
-    saved = save_parsed(
-        ParsedFile("demo", runs), owner=alice, visibility=Visibility.PRIVATE, estimators=("chars4",)
-    )
-    return list(saved)
 
 
 @pytest.fixture
