@@ -27,6 +27,7 @@ SUITES: dict[str, str] = {
     "simulate": "bench.suite_simulate:run",
     "dashboard": "bench.suite_dashboard:run",
     "estimators": "bench.suite_estimators:run",
+    "sweeps": "bench.suite_sweeps:run",
 }
 """Suite name -> "module:function" returning list[Figure]."""
 
