@@ -109,7 +109,7 @@ def _workers(env: dict[str, str], logs: Path, count: int) -> list[subprocess.Pop
                 stderr=subprocess.DEVNULL,
             )
         )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         logs_ready = [
             (logs / f"worker{i}.log").exists() and "ready" in (logs / f"worker{i}.log").read_text()
@@ -120,7 +120,11 @@ def _workers(env: dict[str, str], logs: Path, count: int) -> list[subprocess.Pop
         time.sleep(0.3)
     for proc in procs:
         proc.terminate()
-    raise AssertionError("the Celery workers did not become ready within 60 s")
+    tails = [
+        (logs / f"worker{i}.log").read_text()[-2000:] if (logs / f"worker{i}.log").exists() else ""
+        for i in range(count)
+    ]
+    raise AssertionError(f"the Celery workers did not become ready within 120 s: {tails}")
 
 
 def test_a_sweep_fans_out_over_two_workers_on_postgresql_and_redis(environment, tmp_path):
