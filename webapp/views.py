@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from contextsim.estimators import ESTIMATORS
@@ -28,6 +29,7 @@ def runs_list(request: HttpRequest) -> HttpResponse:
         "query": query,
         "format": fmt,
         "formats": selectors.run_formats(request.user),
+        "live_since": timezone.now() - selectors.LIVE_FOR,
     }
     template = "runs.html#run-table" if request.htmx else "runs.html"
     return render(request, template, context)

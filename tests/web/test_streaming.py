@@ -211,3 +211,12 @@ def test_tail_run_names_a_missing_or_unreadable_file(tmp_path: Path):
     with pytest.raises(CommandError, match="unsupported contextsim version 7"):
         call_command("tail_run", str(bad), "--once")
     assert Run.objects.count() == 0
+
+
+def test_the_runs_list_marks_a_live_run(key, live, alice):
+    client = Client()
+    client.force_login(alice)
+    html = client.get(reverse("runs")).content.decode()
+    assert 'class="badge live-badge">live</span>' in html
+    Run.objects.update(last_append=None)
+    assert "live-badge" not in client.get(reverse("runs")).content.decode()
