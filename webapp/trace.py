@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from contextsim.policies.texts import replacement_texts
+from contextsim.policies import POLICIES
 from contextsim.problems import Problem
 from contextsim.simulate import Simulation, explain
 from webapp.models import Message, Run
@@ -117,7 +117,7 @@ def inspect_items(
 ) -> list[InspectItem]:
     """Items [start, start + count) of the request at `step`, with what changed since the
     previous request."""
-    texts = replacement_texts(sim.policy, sim.params)
+    texts = POLICIES[sim.policy].replacements(sim.params)
     items = explain(sim, step)
     previous = {i.index: i.disposition for i in explain(sim, step - 1)} if step else {}
     shown = items[start : start + count]

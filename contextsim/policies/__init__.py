@@ -7,9 +7,16 @@ parameters whose defaults are the real system's, and a docstring citing its sour
 from __future__ import annotations
 
 from contextsim.policies.base import Policy
+from contextsim.policies.compaction import (
+    ClaudeCodePolicy,
+    CodexPolicy,
+    ForgettingPolicy,
+    SummarizingPolicy,
+)
 from contextsim.policies.deepagents import DeepAgentsPolicy
 from contextsim.policies.editing import AnthropicClearPolicy
 from contextsim.policies.langchain import LangChainClearPolicy, LangChainTrimPolicy
+from contextsim.policies.observations import LastNPolicy, MaskingPolicy, TrimmerPolicy
 from contextsim.policies.seed import MythexPolicy, NonePolicy, TurnsPolicy
 
 POLICIES: dict[str, Policy] = {
@@ -22,5 +29,12 @@ POLICIES: dict[str, Policy] = {
         AnthropicClearPolicy(),
         LangChainClearPolicy(),
         LangChainTrimPolicy(),
+        LastNPolicy(),
+        MaskingPolicy(),
+        TrimmerPolicy(),
+        ForgettingPolicy(),
+        SummarizingPolicy(),
+        CodexPolicy(),
+        ClaudeCodePolicy(),
     )
 }

@@ -50,6 +50,13 @@ class Policy(Protocol):
 
     def setup(self, ctx: Context, params: Any) -> Planner: ...
 
+    def replacements(self, params: Any) -> dict[str, str]:
+        """What stands in place of what the policy removes, for showing a request:
+        keyed "c" (a cleared result), "o" (an offloaded one), "t" (the note where
+        messages were left out), "s" (a summary); a key is missing when nothing is
+        inserted there."""
+        ...
+
 
 def no_statics(size: int) -> Statics:
     return Statics([False] * size, [0] * size, [False] * size, [0] * size)

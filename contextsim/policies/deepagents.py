@@ -76,6 +76,12 @@ HUMAN_LINE = 100
 SUMMARY_CHARS = 4
 """Characters per token of the summary's prose, for the middleware's counter."""
 TOOL = LANGCHAIN_TYPES.index("tool")
+OFFLOAD_NOTE = (
+    "[Offloaded to /large_tool_results/<tool call id>: a stub with the first and last 5 "
+    "lines stands here; the agent can read the whole file.]"
+)
+SUMMARY_NOTE = "[One message summarizing the earlier conversation (history saved to a file).]"
+"""What the step inspector shows in place of an offloaded result and of the summary."""
 SUMMARY = (
     "You are in the middle of a conversation that has been summarized.\n\nThe full "
     "conversation history has been saved to {path} should you need to refer back to it for "
@@ -325,3 +331,6 @@ class DeepAgentsPolicy:
 
     def setup(self, ctx: Context, params: DeepAgentsParams) -> DeepAgentsPlanner:
         return DeepAgentsPlanner(ctx, params)
+
+    def replacements(self, params: DeepAgentsParams) -> dict[str, str]:
+        return {"o": OFFLOAD_NOTE, "s": SUMMARY_NOTE}

@@ -186,3 +186,6 @@ class AnthropicClearPolicy:
 
     def setup(self, ctx: Context, params: AnthropicClearParams) -> AnthropicClearPlanner:
         return AnthropicClearPlanner(ctx, params)
+
+    def replacements(self, params: AnthropicClearParams) -> dict[str, str]:
+        return {"c": ANTHROPIC_PLACEHOLDER}

@@ -170,6 +170,9 @@ class LangChainClearPolicy:
     def setup(self, ctx: Context, params: LangChainClearParams) -> LangChainClearPlanner:
         return LangChainClearPlanner(ctx, params)
 
+    def replacements(self, params: LangChainClearParams) -> dict[str, str]:
+        return {"c": params.placeholder}
+
 
 @dataclass(frozen=True, slots=True)
 class LangChainTrimParams:
@@ -282,3 +285,6 @@ class LangChainTrimPolicy:
 
     def setup(self, ctx: Context, params: LangChainTrimParams) -> LangChainTrimPlanner:
         return LangChainTrimPlanner(ctx, params)
+
+    def replacements(self, params: LangChainTrimParams) -> dict[str, str]:
+        return {}

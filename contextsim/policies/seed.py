@@ -59,6 +59,9 @@ class NonePolicy:
     def setup(self, ctx: Context, params: NoneParams) -> NonePlanner:
         return NonePlanner(ctx.skeleton)
 
+    def replacements(self, params: NoneParams) -> dict[str, str]:
+        return {}
+
 
 @dataclass(frozen=True, slots=True)
 class TurnsParams:
@@ -146,6 +149,9 @@ class TurnsPolicy:
 
     def setup(self, ctx: Context, params: TurnsParams) -> TurnsPlanner:
         return TurnsPlanner(ctx, ("turns",), lambda: no_statics(ctx.skeleton.size))
+
+    def replacements(self, params: TurnsParams) -> dict[str, str]:
+        return {"t": TRUNCATION_NOTE}
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,3 +253,6 @@ class MythexPolicy:
 
     def setup(self, ctx: Context, params: MythexParams) -> MythexPlanner:
         return MythexPlanner(ctx, params)
+
+    def replacements(self, params: MythexParams) -> dict[str, str]:
+        return {"t": TRUNCATION_NOTE, "c": CLEARED_NOTE}

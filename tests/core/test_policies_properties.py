@@ -1,4 +1,5 @@
-"""Invariants of the seed policies over random histories (Hypothesis)."""
+"""Invariants of every policy over random histories (Hypothesis), and of the seed
+policies in particular."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextsim.estimators import ESTIMATORS
+from contextsim.policies import POLICIES as REGISTRY
 from contextsim.policies.base import Context
 from contextsim.policies.seed import MythexParams, MythexPlanner
 from contextsim.simulate import simulate
@@ -16,15 +18,14 @@ from tests.core.histories import histories
 
 EST = ESTIMATORS["chars4"]
 BUDGETS = st.integers(5_000, 600_000)
-POLICIES = ("none", "turns", "mythex")
+SEED = ("none", "turns", "mythex")
+POLICIES = tuple(REGISTRY)
 
 
 def run_sim(run, policy, budget, **params):
     sk = build(run, EST)
     chosen = None
     if params:
-        from contextsim.policies import POLICIES as REGISTRY
-
         chosen = REGISTRY[policy].Params(**params)
     return sk, simulate(sk, policy, chosen, budget=budget, hard_limit=budget * 3, count=EST.count)
 
