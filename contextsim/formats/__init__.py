@@ -16,6 +16,8 @@ from contextsim.formats.claude_code import ClaudeCodeImporter
 from contextsim.formats.codex import CodexImporter
 from contextsim.formats.native import NativeImporter
 from contextsim.formats.openai import OpenAIImporter
+from contextsim.formats.openhands import OpenHandsImporter
+from contextsim.formats.swe_agent import SWEAgentImporter
 
 # Detection tries them in this order: the most specific markers first.
 IMPORTERS: dict[str, Importer] = {
@@ -26,6 +28,12 @@ IMPORTERS: dict[str, Importer] = {
         CodexImporter(),
         AnthropicImporter(),
         OpenAIImporter(),
+        # Whole documents with keys no chat log has (``history`` and ``trajectory``; a
+        # list of events with ``source`` and ``action`` or ``observation``): the chat
+        # importers never claim them, so they come last and the list of supported formats
+        # keeps its established order.
+        SWEAgentImporter(),
+        OpenHandsImporter(),
     )
 }
 

@@ -79,6 +79,9 @@ def test_import_run_command_fails_clearly_and_saves_nothing(tmp_path: Path, caps
         "claude_code/ccviewer_fe5e1c67.jsonl",
         "codex/localpush_redacted_rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl",
         "openai_chat/inspect_2025-05-12T20-27-36-04-00_browser.json",
+        "swe_agent/gpt4_pydicom__pydicom-1458.traj",
+        "swe_agent/gpt4_6e44b9__sweagenttestrepo-1c2844.traj",
+        "openhands/basic.json",
     ],
 )
 def test_corpus_files_import_with_the_same_figures_as_the_cli(corpus: Path, alice, name: str):
