@@ -76,10 +76,14 @@ def run_dashboard(request: HttpRequest, public_id: str) -> HttpResponse:
     template = "run.html#analysis-response" if request.htmx else "run.html"
     response = render(request, template, context, status=status)
     if request.htmx and status == 200:
-        # Push the canonical URL (defaults left out), not the raw form fields.
-        query = context["permalink"]
-        response["HX-Push-Url"] = request.path + (f"?{query}" if query else "")
+        push_canonical(request, response, str(context["permalink"]))
     return response
+
+
+def push_canonical(request: HttpRequest, response: HttpResponse, query: str) -> None:
+    """Have htmx push the canonical URL of the view (defaults left out), not the raw
+    form fields."""
+    response["HX-Push-Url"] = request.path + (f"?{query}" if query else "")
 
 
 def _int(raw: str | None, default: int) -> int:

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET
 from contextsim.policies import POLICIES
 from webapp import analysis, selectors
 from webapp.fleet import analyse_fleet, fleet_figure
+from webapp.views_dashboard import push_canonical
 
 
 @require_GET
@@ -43,6 +44,5 @@ def collection(request: HttpRequest, public_id: str) -> HttpResponse:
     template = "collection.html#fleet-response" if request.htmx else "collection.html"
     response = render(request, template, context, status=status)
     if request.htmx and status == 200:
-        query = context["permalink"]
-        response["HX-Push-Url"] = request.path + (f"?{query}" if query else "")
+        push_canonical(request, response, str(context["permalink"]))
     return response

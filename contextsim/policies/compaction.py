@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from contextsim.accounting import Accountant
 from contextsim.estimators import MESSAGE_OVERHEAD
 from contextsim.policies.base import Context, Plan, no_statics
+from contextsim.policies.cuts import leading_system
 from contextsim.skeleton import KIND_INDEX, Skeleton, prefix_sums
 
 RESULT = KIND_INDEX["tool_result"]
@@ -25,14 +26,6 @@ CODEX_SUMMARY_PREFIX = (
 """The opening of the user message Codex puts before the summary (abridged)."""
 SUMMARY_NOTE = "[One message summarizing the earlier conversation.]"
 FORGOTTEN_NOTE = "[Earlier events were forgotten: nothing stands in their place.]"
-
-
-def leading_system(sk: Skeleton) -> int:
-    """How many system messages open the run."""
-    i = 0
-    while i < sk.size and sk.roles[i] == "system":
-        i += 1
-    return i
 
 
 def past_results(sk: Skeleton, i: int, end: int) -> int:

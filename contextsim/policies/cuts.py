@@ -16,6 +16,14 @@ from contextsim.accounting import Accountant
 from contextsim.skeleton import Skeleton
 
 
+def leading_system(sk: Skeleton) -> int:
+    """How many system messages open the run (the agent's system prompt)."""
+    i = 0
+    while i < sk.size and sk.roles[i] == "system":
+        i += 1
+    return i
+
+
 def head_end(sk: Skeleton) -> int:
     """The head every cutting policy keeps: leading system messages and the first
     message after them (the task)."""

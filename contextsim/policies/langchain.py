@@ -24,6 +24,7 @@ from itertools import accumulate
 from contextsim.accounting import Accountant
 from contextsim.estimators import MESSAGE_OVERHEAD
 from contextsim.policies.base import Context, Plan, no_statics
+from contextsim.policies.cuts import leading_system
 from contextsim.policies.editing import (
     EMPTY_INPUT,
     TOOL_PIECE,
@@ -46,14 +47,6 @@ from contextsim.skeleton import (
 
 LANGCHAIN_PLACEHOLDER = "[cleared]"
 """langchain.agents.middleware.context_editing.DEFAULT_TOOL_PLACEHOLDER."""
-
-
-def leading_system(sk: Skeleton) -> int:
-    """How many system messages open the run (the agent's system prompt)."""
-    i = 0
-    while i < sk.size and sk.roles[i] == "system":
-        i += 1
-    return i
 
 
 @dataclass(frozen=True, slots=True)
