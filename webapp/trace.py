@@ -106,6 +106,11 @@ def message_text(parts: list[dict[str, Any]]) -> str:
     return "\n\n".join(part_text(p) for p in parts)
 
 
+INSERTED_TEXT = {
+    "s": "[summary of the earlier conversation]",
+    "t": "[note: earlier parts of the conversation were left out]",
+}
+"""What an inserted summary or note shows when the policy names no text of its own."""
 NOTE_TEXT = {
     "c": "[cleared: the tool result was replaced by a short note]",
     "o": "[offloaded: replaced by a preview and a file path]",
@@ -126,11 +131,8 @@ def inspect_items(
     out = []
     for item in shown:
         if item.index is None:
-            text = (
-                "[summary of the earlier conversation]"
-                if item.kind == "summary"
-                else ("[note: earlier parts of the conversation were left out]")
-            )
+            key = "s" if item.kind == "summary" else "t"
+            text = texts.get(key, INSERTED_TEXT[key])
             out.append(
                 InspectItem(None, item.role, item.kind, "k", item.tokens, 0, text, False, "")
             )

@@ -199,3 +199,14 @@ def test_limits_far_above_a_small_run_do_not_squash_its_chart(alice_client, run)
     top = max(y or 0 for t in figure["data"] for y in t["y"])
     assert figure["layout"]["yaxis"]["range"] == [0, top * 1.15]
     assert "budget 400,000 and hard limit 1,000,000: far above" in page
+
+
+def test_the_inspector_shows_the_policys_own_text_where_it_summarized(alice_client, run):
+    query = {"policy": "codex_auto_compact", "window": "9000", "estimator": "chars4"}
+    last = run.request_count - 1
+    page = get(alice_client, "step", run, last, **query).content.decode()
+    assert "Another language model started to solve this problem" in page
+    assert "summarized" in page
+    forgetting = {"policy": "openhands_amortized_forgetting", "max_size": "10"}
+    page = get(alice_client, "step", run, last, **forgetting).content.decode()
+    assert "Earlier events were forgotten: nothing stands in their place." in page
