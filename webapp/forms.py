@@ -49,12 +49,17 @@ class SweepForm(forms.Form):
     """A sweep: runs x policies x budgets, with one estimator and hard limit. Choices
     come from the policy registry and the estimators the person may use."""
 
-    runs = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, label="Runs")
+    runs = forms.MultipleChoiceField(
+        widget=forms.CheckboxSelectMultiple,
+        label="Runs",
+        error_messages={"required": "runs: choose at least one run"},
+    )
     policies = forms.MultipleChoiceField(
         choices=[(name, name) for name in POLICIES],
         widget=forms.CheckboxSelectMultiple,
         initial=["turns", "mythex"],
         label="Policies",
+        error_messages={"required": "policies: choose at least one policy"},
     )
     budgets = forms.CharField(
         initial="100000 200000 400000 800000",

@@ -23,8 +23,8 @@ def queued(monkeypatch) -> list[int]:
     return found
 
 
-def _post(client: Client, runs: list[Run], **fields: str):
-    data = {"runs": [r.public_id for r in runs], "policies": ["turns", "mythex"], **LIMITS}
+def _post(client: Client, chosen: list[Run], **fields: str):
+    data = {"runs": [r.public_id for r in chosen], "policies": ["turns", "mythex"], **LIMITS}
     data.update(fields)
     return client.post(reverse("sweep-new"), data)
 
@@ -106,7 +106,8 @@ def test_a_cell_delivered_twice_is_computed_once(alice_client, fleet, queued):
             "budgets: expected whole numbers of tokens, got &#x27;lots&#x27;",
         ),
         ({"budgets": "0"}, "budgets: expected between 1 and 100,000,000 tokens, got 0"),
-        ({"policies": []}, "This field is required."),
+        ({"policies": []}, "policies: choose at least one policy"),
+        ({"runs": []}, "runs: choose at least one run"),
         ({"params": "mythex.keep_results=many"}, "mythex: keep_results: expected int"),
         ({"params": "keep_results=6"}, "line 1: expected policy.parameter=value"),
         ({"params": "deepagents.keep_messages=6"}, "deepagents is not among the policies"),
