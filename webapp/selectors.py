@@ -78,6 +78,17 @@ def is_live(run: Run) -> bool:
     return run.last_append is not None and timezone.now() - run.last_append < LIVE_FOR
 
 
+def siblings(user: AbstractBaseUser | AnonymousUser, run: Run) -> list[Run]:
+    """The runs of `run`'s collection this user may see, main run first; empty when it
+    is the only one (a run shared alone shows nothing of its collection)."""
+    if run.collection is None:
+        return []
+    found = list(visible_runs(user).filter(collection=run.collection).order_by("subagent", "id"))
+    if not any(r.pk == run.pk for r in found):
+        found = sorted([*found, run], key=lambda r: (r.subagent, r.pk))
+    return found if len(found) > 1 else []
+
+
 def get_owned_run(user: AbstractBaseUser | AnonymousUser, public_id: str) -> Run:
     """The run if the user owns it (to share it); else 404."""
     run = Run.objects.filter(public_id=public_id, owner_id=user.pk).first()

@@ -69,6 +69,6 @@ def run_detail(request: HttpRequest, public_id: str) -> HttpResponse:
         "run": run,
         "rows": rows,
         "estimators": list(ESTIMATORS.values()),
-        "siblings": run.collection.runs.order_by("subagent", "id") if run.collection else [],
+        "siblings": selectors.siblings(request.user, run),
     }
     return render(request, "run_requests.html", context)

@@ -28,7 +28,7 @@ def _context(request: HttpRequest, public_id: str) -> tuple[dict[str, object], i
         "can_sweep": request.user.is_authenticated and (owner or run.visibility == "public"),
         "policies": POLICIES,
         "query": request.GET,
-        "siblings": run.collection.runs.order_by("subagent", "id") if run.collection else [],
+        "siblings": selectors.siblings(request.user, run),
     }
     base["live"] = selectors.is_live(run)
     base["form"] = analysis.form_values(request.GET)

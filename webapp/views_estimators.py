@@ -93,6 +93,8 @@ def run_estimators(request: HttpRequest, public_id: str) -> HttpResponse:
         "fitted": selectors.custom_rates(request.user),
         "measured_requests": sum(1 for r in rows if r.measured),
         "min_requests": MIN_REQUESTS,
+        "can_fit": request.user.is_authenticated
+        and (run.owner_id == request.user.pk or run.visibility == "public"),
     }
     return render(request, "estimators_run.html", context, status=400 if error else 200)
 

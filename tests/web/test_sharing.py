@@ -118,3 +118,30 @@ def test_the_owner_sees_share_links_on_the_dashboard_and_the_share_page(alice_cl
     _create(alice_client, private_run)
     page = alice_client.get(reverse("share", args=[private_run.public_id])).content.decode()
     assert "http://testserver/s/" in page and "Revoke" in page
+
+
+def test_a_run_shared_alone_shows_nothing_of_its_collection(alice, alice_client):
+    from contextsim.demo import demo_runs
+    from contextsim.formats import ParsedFile
+    from webapp.models import Visibility
+    from webapp.services.imports import save_parsed
+
+    runs = save_parsed(
+        ParsedFile("demo", demo_runs("subagents", chapter_chars=2_000)[:3]),
+        owner=alice,
+        visibility=Visibility.PRIVATE,
+        estimators=("chars4",),
+    )
+    shared = runs[1]
+    assert shared.collection is not None
+    own = alice_client.get(reverse("run", args=[shared.public_id])).content.decode()
+    assert runs[2].title in own and 'class="siblings"' in own
+    link = _create(alice_client, shared)
+    visitor = Client()
+    visitor.get(reverse("open-share", args=[link.token]))
+    for name in ("run", "run-requests"):
+        page = visitor.get(reverse(name, args=[shared.public_id])).content.decode()
+        assert 'class="siblings"' not in page
+        assert runs[0].title not in page and runs[2].title not in page
+    estimators = visitor.get(reverse("run-estimators", args=[shared.public_id])).content.decode()
+    assert "Fit per-script rates on this run" not in estimators
