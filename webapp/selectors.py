@@ -7,14 +7,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404, QueryDict
-from django.urls import reverse
 from django.utils import timezone
 
 from contextsim.estimators import ESTIMATORS, Estimator
 from contextsim.model import request_bounds
-from contextsim.sweep import Config, Outcome, Totals, totals
 from webapp.models import (
     Collection,
     CustomRates,
@@ -22,8 +20,6 @@ from webapp.models import (
     Message,
     Run,
     ShareLink,
-    Sweep,
-    SweepCell,
     Visibility,
 )
 
@@ -198,105 +194,6 @@ def custom_rates(user: AbstractBaseUser | AnonymousUser) -> list[CustomRates]:
     if not user.is_authenticated:
         return []
     return list(CustomRates.objects.filter(owner=user).order_by("-created"))
-
-
-def visible_sweeps(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Sweep]:
-    """The user's own sweeps (sweeps are private)."""
-    if not user.is_authenticated:
-        return Sweep.objects.none()
-    return Sweep.objects.filter(owner=user)
-
-
-def get_sweep(user: AbstractBaseUser | AnonymousUser, public_id: str) -> Sweep:
-    sweep = visible_sweeps(user).filter(public_id=public_id).first()
-    if sweep is None:
-        raise Http404("no such sweep")
-    return sweep
-
-
-@dataclass(frozen=True, slots=True)
-class SweepCellView:
-    status: str
-    outcome: Outcome | None
-    error: str
-    link: str
-
-
-@dataclass(frozen=True, slots=True)
-class SweepView:
-    """A sweep as its page shows it: progress, totals per configuration (over the cells
-    done so far) and one row of cells per run, each linking to that run's dashboard
-    under the cell's configuration."""
-
-    sweep: Sweep
-    configs: list[Config]
-    totals: list[Totals]
-    rows: list[tuple[Run, list[SweepCellView]]]
-    done: int
-    failed: int
-    total: int
-    workers: int
-
-    @property
-    def finished(self) -> bool:
-        return self.done + self.failed == self.total
-
-    @property
-    def by_config(self) -> list[tuple[Config, Totals]]:
-        return list(zip(self.configs, self.totals, strict=True))
-
-
-def sweep_view(sweep: Sweep) -> SweepView:
-    from webapp.analysis import config_query
-
-    configs = [Config.from_dict(c) for c in sweep.configs]
-    queries = [config_query(c, sweep.estimator, sweep.hard_limit) for c in configs]
-    runs = {r.pk: r for r in sweep.runs.order_by("subagent", "title", "id")}
-    grid: dict[int, list[SweepCellView | None]] = {pk: [None] * len(configs) for pk in runs}
-    by_config: list[list[Outcome]] = [[] for _ in configs]
-    counts = {"done": 0, "failed": 0, "total": 0}
-    workers = set()
-    for run_id, index, status, data, error, worker in sweep.cells.values_list(
-        "run_id", "config", "status", "outcome", "error", "worker"
-    ):
-        found = Outcome.from_dict(data) if data is not None else None
-        if found is not None:
-            by_config[index].append(found)
-        counts["total"] += 1
-        counts[status] = counts.get(status, 0) + 1
-        if worker:
-            workers.add(worker)
-        link = reverse("run", args=[runs[run_id].public_id])
-        link += f"?{queries[index]}" if queries[index] else ""
-        grid[run_id][index] = SweepCellView(status, found, error, link)
-    rows = [(run, [c for c in grid[pk] if c is not None]) for pk, run in runs.items()]
-    return SweepView(
-        sweep,
-        configs,
-        [totals(cells) for cells in by_config],
-        rows,
-        counts["done"],
-        counts["failed"],
-        counts["total"],
-        len(workers),
-    )
-
-
-def sweep_list(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Sweep]:
-    """The user's sweeps, newest first, with their cell counts (`done`, `failed`,
-    `total`) and run count (`run_count`)."""
-    status = SweepCell.Status
-    # Aggregating queries drop Meta.ordering, so it is stated again.
-    return (
-        visible_sweeps(user)
-        .annotate(
-            total=Count("cells", distinct=True),
-            done=Count("cells", filter=Q(cells__status=status.DONE), distinct=True),
-            failed=Count("cells", filter=Q(cells__status=status.FAILED), distinct=True),
-            run_count=Count("runs", distinct=True),
-        )
-        .order_by("-created", "-id")
-    )
 
 
 def preselected_runs(runs: list[Run], query: QueryDict) -> list[str]:

@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from webapp import selectors
+from webapp import selectors, selectors_sweeps
 from webapp.forms import SweepForm
 from webapp.services import sweeps
 from webapp.sweep_charts import sweep_figures
@@ -18,7 +18,9 @@ from webapp.sweep_charts import sweep_figures
 @login_required
 @require_GET
 def sweeps_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "sweeps.html", {"sweeps": selectors.sweep_list(request.user)[:200]})
+    return render(
+        request, "sweeps.html", {"sweeps": selectors_sweeps.sweep_list(request.user)[:200]}
+    )
 
 
 @login_required
@@ -53,7 +55,7 @@ def new_sweep(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def sweep_detail(request: HttpRequest, public_id: str) -> HttpResponse:
-    view = selectors.sweep_view(selectors.get_sweep(request.user, public_id))
+    view = selectors_sweeps.sweep_view(selectors_sweeps.get_sweep(request.user, public_id))
     figures = sweep_figures(view.configs, view.totals, view.sweep.hard_limit)
     context = {"view": view, "sweep": view.sweep, "figures": figures}
     template = "sweep.html#results" if request.htmx else "sweep.html"

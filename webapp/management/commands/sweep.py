@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Q
 
 from contextsim.sweep import SweepError, grid, parse_budgets, parse_settings
-from webapp import selectors
+from webapp import selectors, selectors_sweeps
 from webapp.models import Run
 from webapp.services import sweeps
 
@@ -85,10 +85,10 @@ class Command(BaseCommand):
                     f"largest request {total.peak_sent:,}, ${total.cost:.2f}"
                 )
 
-    def _follow(self, sweep: Any, timeout: float) -> selectors.SweepView:
+    def _follow(self, sweep: Any, timeout: float) -> selectors_sweeps.SweepView:
         deadline = time.monotonic() + timeout
         while True:
-            view = selectors.sweep_view(sweep)
+            view = selectors_sweeps.sweep_view(sweep)
             self.stderr.write(f"{view.done + view.failed} of {view.total} cells")
             if view.finished:
                 return view
@@ -99,7 +99,7 @@ class Command(BaseCommand):
             time.sleep(0.5)
 
 
-def _as_json(view: selectors.SweepView) -> dict[str, Any]:
+def _as_json(view: selectors_sweeps.SweepView) -> dict[str, Any]:
     return {
         "sweep": view.sweep.public_id,
         "cells": view.total,
