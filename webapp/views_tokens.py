@@ -1,4 +1,5 @@
-"""API tokens page: create a token (its key is shown once), list and revoke them."""
+"""API tokens and share links page: create a token (its key is shown once), list and
+revoke tokens; list the share links of the person's runs, with a way to each run's."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from webapp.models import ApiToken
+from webapp.models import ApiToken, ShareLink
 from webapp.services import api_tokens
 
 
@@ -19,6 +20,9 @@ def tokens(request: HttpRequest) -> HttpResponse:
         _, new_key = api_tokens.create_token(request.user, request.POST.get("name", ""))  # type: ignore[arg-type]
     context = {
         "tokens": ApiToken.objects.filter(owner=request.user),
+        "shares": ShareLink.objects.filter(run__owner=request.user, revoked__isnull=True)
+        .select_related("run")
+        .order_by("-created")[:200],
         "new_key": new_key,
         "api_base": request.build_absolute_uri("/api/runs/"),
     }

@@ -145,3 +145,15 @@ def test_a_run_shared_alone_shows_nothing_of_its_collection(alice, alice_client)
         assert runs[0].title not in page and runs[2].title not in page
     estimators = visitor.get(reverse("run-estimators", args=[shared.public_id])).content.decode()
     assert "Fit per-script rates on this run" not in estimators
+
+
+def test_the_api_page_lists_active_share_links_with_revoke(alice_client, private_run, bob):
+    link = _create(alice_client, private_run)
+    page = alice_client.get(reverse("tokens")).content.decode()
+    assert f"/s/{link.token}/" in page and private_run.title in page
+    assert reverse("revoke-share", args=[private_run.public_id, link.token]) in page
+    other = Client()
+    other.force_login(bob)
+    assert link.token not in other.get(reverse("tokens")).content.decode()
+    alice_client.post(reverse("revoke-share", args=[private_run.public_id, link.token]))
+    assert link.token not in alice_client.get(reverse("tokens")).content.decode()
