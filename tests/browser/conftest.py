@@ -68,3 +68,26 @@ def run(page):  # type: ignore[no-untyped-def]
     owner, _ = User.objects.get_or_create(username="local")
     import_bytes(owner, "dash.json", native_run())
     return Run.objects.get(title="dash")
+
+
+@pytest.fixture
+def fleet(page):  # type: ignore[no-untyped-def]
+    """Three of the seed incident's subagents at a small scale (chars4 only), owned by
+    the local user; Celery tasks run in the request that queues them."""
+    from django.contrib.auth.models import User
+
+    from contextsim.demo import demo_runs
+    from contextsim.formats import ParsedFile
+    from webapp.celery import app
+    from webapp.models import Visibility
+    from webapp.services.imports import save_parsed
+
+    # No worker process here: tasks run in the request that queues them.
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    owner, _ = User.objects.get_or_create(username="local")
+    runs = demo_runs("subagents", chapter_chars=4_000)[:3]
+    yield save_parsed(
+        ParsedFile("demo", runs), owner=owner, visibility=Visibility.PRIVATE, estimators=("chars4",)
+    )
+    app.conf.task_always_eager = previous

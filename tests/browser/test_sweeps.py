@@ -7,28 +7,7 @@ import re
 
 import pytest
 
-from contextsim.demo import demo_runs
-from contextsim.formats import ParsedFile
-from webapp.celery import app
-from webapp.models import Visibility
-from webapp.services.imports import save_parsed
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def fleet(page):
-    from django.contrib.auth.models import User
-
-    # No worker process here: tasks run in the request that queues them.
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    owner, _ = User.objects.get_or_create(username="local")
-    runs = demo_runs("subagents", chapter_chars=4_000)[:3]
-    yield save_parsed(
-        ParsedFile("demo", runs), owner=owner, visibility=Visibility.PRIVATE, estimators=("chars4",)
-    )
-    app.conf.task_always_eager = previous
 
 
 def test_a_sweep_started_from_a_collection_shows_its_outcome_and_opens_cells(page, fleet):

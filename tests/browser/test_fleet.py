@@ -1,0 +1,31 @@
+"""A collection in real Chromium: a control change redraws every run's line in place and
+pushes the URL; a rejected run's link opens the step where it was rejected."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_a_policy_change_redraws_the_fleet_and_a_rejection_opens_its_step(page, fleet):
+    collection = fleet[0].collection
+    page.goto(
+        f"{page.base}/collections/{collection.public_id}/?budget=10000&hard_limit=40000&estimator=chars4"
+    )
+    page.locator("[data-figure='fleet-data'] .main-svg").first.wait_for()
+    assert "3 of 3" in page.locator("dl.cards").inner_text()
+    page.evaluate("window.__same_page = true")
+    page.select_option("select[name=policy]", "turns")
+    page.wait_for_url(re.compile(r"policy=turns"))
+    page.locator("dl.cards", has_text="0 of 3").wait_for()
+    assert page.evaluate("window.__same_page") is True
+    lines = page.evaluate("document.querySelector('[data-figure=fleet-data]').data.length")
+    assert lines >= 3
+    page.locator("a", has_text="no: rejected at step").first.click()
+    page.wait_for_url(
+        re.compile(r"/steps/\d+/\?policy=turns&budget=10000&hard_limit=40000&estimator=chars4")
+    )
+    assert "rejected" in page.locator("main").inner_text()
