@@ -144,7 +144,23 @@ def test_serve_migrates_starts_a_worker_and_serves_the_dashboard(tmp_path: Path)
             text=True,
         )
         assert children.stdout.strip(), "serve started no Celery worker"
-    finally:
-        os.killpg(server.pid, 15)
+        # Stopped with SIGTERM (as `kill` or a service manager does), serve stops its
+        # worker too: nothing is left polling the broker.
+        server.terminate()
         server.wait(timeout=30)
+        for _ in range(40):
+            left = subprocess.run(
+                ["pgrep", "-f", "celery -A webapp worker", "-g", str(server.pid)],
+                capture_output=True,
+                text=True,
+            )
+            if not left.stdout.strip():
+                break
+            time.sleep(0.5)
+        assert not left.stdout.strip(), "the worker outlived serve"
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, 15)
+            server.wait(timeout=30)
+        subprocess.run(["pkill", "-g", str(server.pid)], check=False)
     assert (tmp_path / "contextsim.sqlite3").exists()

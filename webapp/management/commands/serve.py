@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import subprocess
 import sys
 from typing import Any
@@ -50,6 +51,9 @@ class Command(BaseCommand):
         gc.collect()
         gc.freeze()
         self.stdout.write(self.style.SUCCESS(f"contextsim is serving on {url}"))
+        # Stopped by SIGTERM (kill, a service manager), leave the way Ctrl-C does, so
+        # the worker is stopped too rather than left running on its own.
+        signal.signal(signal.SIGTERM, _exit)
         try:
             from waitress import serve
 
@@ -86,3 +90,7 @@ class Command(BaseCommand):
         return subprocess.Popen(
             command, env={**os.environ, "CONTEXTSIM_LOCAL_USER": settings.LOCAL_USER}
         )
+
+
+def _exit(signum: int, frame: object) -> None:
+    raise SystemExit(0)
