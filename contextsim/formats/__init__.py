@@ -14,12 +14,15 @@ from contextsim.formats.anthropic import AnthropicImporter
 from contextsim.formats.base import FormatError, Importer, ParsedFile, read_source
 from contextsim.formats.claude_code import ClaudeCodeImporter
 from contextsim.formats.codex import CodexImporter
+from contextsim.formats.langchain import LangChainImporter
 from contextsim.formats.native import NativeImporter
 from contextsim.formats.openai import OpenAIImporter
 from contextsim.formats.openhands import OpenHandsImporter
+from contextsim.formats.otel import OTelImporter
 from contextsim.formats.swe_agent import SWEAgentImporter
 
-# Detection tries them in this order: the most specific markers first.
+# Detection tries them in this order: the most specific markers first (formats added
+# later come last, so the list printed in errors keeps its established order).
 IMPORTERS: dict[str, Importer] = {
     i.name: i
     for i in (
@@ -34,6 +37,10 @@ IMPORTERS: dict[str, Importer] = {
         # keeps its established order.
         SWEAgentImporter(),
         OpenHandsImporter(),
+        # Added later, so listed last; their files have keys no other format writes
+        # (``type`` beside ``data``; ``resourceSpans``).
+        LangChainImporter(),
+        OTelImporter(),
     )
 }
 

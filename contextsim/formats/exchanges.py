@@ -139,6 +139,8 @@ def features(source: Source) -> set[str] | None:
             found.update(f"body:{key}" for key in request)
             messages = request.get("messages")
             for message in messages if isinstance(messages, list) else ():
+                if isinstance(message, dict) and "role" not in message:
+                    return None  # not a chat message: e.g. a saved LangChain state
                 _message_features(message, found)
         response = data.get("response")
         if isinstance(response, dict):

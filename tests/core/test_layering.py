@@ -7,7 +7,16 @@ import ast
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[2] / "contextsim"
-FORBIDDEN = {"django", "celery", "kombu", "plotly", "webapp"}
+FORBIDDEN = {
+    "django",
+    "celery",
+    "kombu",
+    "plotly",
+    "webapp",
+    "langchain",
+    "langchain_core",
+    "opentelemetry",
+}
 
 
 def imported_roots(path: Path) -> set[str]:
