@@ -51,17 +51,12 @@ def fleet_figure(fleet: Fleet, state: ViewState) -> dict[str, Any]:
         sim = row.analysis.main
         steps = sampled_steps(sim, row.analysis.problems)
         colour = POLICY_COLOURS[i % len(POLICY_COLOURS)]
-        traces.append(
-            {
-                "type": "scatter",
-                "mode": "lines",
-                "name": row.run.title[:40],
-                "x": steps,
-                "y": [sim.records[k].sent for k in steps],
-                "line": {"color": colour, "width": 1.5},
-                "hovertemplate": "step %{x}: %{y:,} tokens<extra>%{fullData.name}</extra>",
-            }
-        )
+        name = row.run.title[:40]
+        traces.append(_line(name, steps, [sim.records[k].sent for k in steps], colour, "solid"))
+        other = row.analysis.other
+        if other is not None:
+            ys = [other.records[k].sent for k in steps]
+            traces.append(_line(name, steps, ys, colour, "dot", other.policy))
         rejected = [k for k in steps if sim.records[k].rejected]
         if rejected:
             traces.append(
@@ -69,6 +64,7 @@ def fleet_figure(fleet: Fleet, state: ViewState) -> dict[str, Any]:
                     "type": "scatter",
                     "mode": "markers",
                     "name": f"rejected ({row.run.title[:20]})",
+                    "legendgroup": name,
                     "showlegend": False,
                     "x": rejected,
                     "y": [sim.records[k].sent for k in rejected],
@@ -88,4 +84,23 @@ def fleet_figure(fleet: Fleet, state: ViewState) -> dict[str, Any]:
             "paper_bgcolor": "rgba(0,0,0,0)",
             **limit_lines(state.budget, state.hard_limit),
         },
+    }
+
+
+def _line(
+    name: str, x: list[int], y: list[int], colour: str, dash: str, compared: str = ""
+) -> dict[str, Any]:
+    """A run's line; the compared policy's is dotted, in the run's colour, and shown or
+    hidden with it from the legend."""
+    label = f"{name} ({compared})" if compared else name
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "name": label,
+        "legendgroup": name,
+        "showlegend": not compared,
+        "x": x,
+        "y": y,
+        "line": {"color": colour, "width": 1.5 if not compared else 1.2, "dash": dash},
+        "hovertemplate": "step %{x}: %{y:,} tokens<extra>%{fullData.name}</extra>",
     }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -31,6 +33,11 @@ def test_a_control_change_redraws_the_fleet_in_place_and_pushes_the_url(alice_cl
     html = response.content.decode()
     assert response.status_code == 200 and "<html" not in html
     assert 'id="fleet"' in html and "vs 0" in html and "turns: finished" in html
+    figure = json.loads(
+        html.split('id="fleet-data" type="application/json">')[1].split("</script>")[0]
+    )
+    dotted = [t for t in figure["data"] if t.get("line", {}).get("dash") == "dot"]
+    assert len(dotted) == len(fleet) and all(t["name"].endswith("(turns)") for t in dotted)
     assert response["HX-Push-Url"].endswith(
         "?budget=10000&hard_limit=40000&estimator=chars4&compare=turns"
     )
