@@ -149,7 +149,9 @@ def skeleton_of(run: Run, estimator: str, counter: Estimator | None = None) -> S
     key = (run.public_id, estimator, run.revision)
     found = _CACHE.get(key)
     if found is None:
-        row = RunSkeleton.objects.filter(run=run, estimator=estimator).first()
+        row = RunSkeleton.objects.filter(
+            run=run, estimator=estimator, revision=run.revision
+        ).first()
         data = (
             row.data
             if row is not None

@@ -106,6 +106,8 @@ class Run(models.Model):
     # records when it happened (the dashboard follows a run that changed lately).
     revision = models.PositiveIntegerField(default=0)
     last_append = models.DateTimeField(null=True, blank=True)
+    stream_key = models.CharField(max_length=600, blank=True, db_index=True)
+    """For a run followed from a log file (tail_run): the file and the run's key in it."""
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -154,6 +156,8 @@ class RunSkeleton(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="skeletons")
     estimator = models.CharField(max_length=40)
     data = models.JSONField()
+    revision = models.PositiveIntegerField(default=0)
+    """The run's revision the skeleton was built from."""
 
     class Meta:
         constraints = [

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from typing import Any
 
 from django.conf import settings
@@ -24,6 +25,7 @@ from webapp.services import streaming
 from webapp.services.api_tokens import owner_of
 
 BODY = "request body"
+logger = logging.getLogger(__name__)
 
 
 class ApiError(Exception):
@@ -79,6 +81,10 @@ def _answer(request: HttpRequest, work: Any) -> JsonResponse:
         return JsonResponse({"error": message}, status=413)
     except (FormatError, ValueError) as exc:
         return JsonResponse({"error": str(exc)}, status=400)
+    except Exception:
+        # Nothing was saved (each call is one transaction); the details go to the log.
+        logger.exception("API request %s failed", request.path)
+        return JsonResponse({"error": "internal error (see the server log)"}, status=500)
     return JsonResponse(body, status=status)
 
 
@@ -90,7 +96,7 @@ def create_runs(request: HttpRequest) -> HttpResponse:
     def work() -> tuple[int, dict[str, Any]]:
         owner = _owner(request)
         parsed = parse_stream(BODY, io.BytesIO(request.body), request.GET.get("format") or None)
-        runs = [streaming.create_live_run(owner, run) for run in parsed.runs]
+        runs = streaming.create_live_runs(owner, parsed.runs)
         return 201, {"runs": [_figures(request, r) for r in runs], "warnings": parsed.warnings}
 
     return _answer(request, work)

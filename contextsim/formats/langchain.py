@@ -145,7 +145,8 @@ def _message(path: str, where: str, entry: Any, skipped: Counter[str]) -> Messag
     """One message entry; content blocks of unknown types are counted in `skipped`."""
     expect(path, where, entry, dict, "a message object with 'type' and 'data'")
     data = expect(path, f"{where}.data", entry.get("data"), dict, "the message's data object")
-    role = _role(path, where, entry.get("type"), data)
+    kind = expect(path, f"{where}.type", entry.get("type"), str, "the message type, a string")
+    role = _role(path, where, kind, data)
     content = data.get("content")
     if content is not None and not isinstance(content, str | list):
         expect(path, f"{where}.data.content", content, (str, list), "a string or a list")

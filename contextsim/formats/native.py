@@ -74,9 +74,9 @@ def _parse_document(source: Document) -> tuple[Run, ...]:
         messages = tuple(
             parse_message(path, f"{where}.messages[{i}]", m) for i, m in enumerate(items)
         )
+        listed = expect(path, f"{where}.compactions", run.get("compactions") or [], list, "a list")
         compactions = tuple(
-            _compaction(path, f"{where}.compactions[{i}]", c)
-            for i, c in enumerate(run.get("compactions") or [])
+            _compaction(path, f"{where}.compactions[{i}]", c) for i, c in enumerate(listed)
         )
         out.append(_run(path, where, run, messages, compactions))
     return tuple(out)
@@ -164,14 +164,20 @@ def parse_message(path: str, where: str, data: Any) -> Message:
     )
 
 
+MAX_USAGE = 10**12
+"""Token counts from 10^12 on are not counts of anything sent to a model."""
+
+
 def _usage(path: str, where: str, data: Any) -> Usage:
     expect(path, where, data, dict, "a usage object")
     values = {}
     for key in ("input_tokens", "cache_read", "cache_write", "output_tokens"):
         value = data.get(key, 0)
         expect(path, f"{where}.{key}", value, int, "a whole number of tokens")
-        if value < 0:
-            raise FormatError(path, f"{where}.{key}", "expected a number of tokens >= 0")
+        if not 0 <= value < MAX_USAGE:
+            raise FormatError(
+                path, f"{where}.{key}", f"expected a number of tokens from 0 to {MAX_USAGE - 1:,}"
+            )
         values[key] = value
     return Usage(**values)
 

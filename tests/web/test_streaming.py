@@ -220,3 +220,134 @@ def test_the_runs_list_marks_a_live_run(key, live, alice):
     assert 'class="badge live-badge">live</span>' in html
     Run.objects.update(last_append=None)
     assert "live-badge" not in client.get(reverse("runs")).content.decode()
+
+
+def test_a_skeleton_built_while_the_run_grows_is_not_kept(key, live, monkeypatch):
+    from webapp import analysis
+    from webapp.services import skeletons
+
+    client, run_id = live
+    _append(client, key, run_id, [{"role": "user", "content": "go"}, *_round(0)])
+    run = Run.objects.get(public_id=run_id)
+    RunSkeleton.objects.filter(run=run).delete()
+    real = skeletons.stored_run
+
+    def read_then_grow(stored):
+        found = real(stored)  # the messages as they were ...
+        _append(client, key, run_id, _round(1))  # ... and an append commits meanwhile
+        return found
+
+    monkeypatch.setattr(skeletons, "stored_run", read_then_grow)
+    analysis.skeleton_of(run, "chars4")
+    assert not RunSkeleton.objects.filter(run=run).exists()
+    monkeypatch.setattr(skeletons, "stored_run", real)
+    run.refresh_from_db()
+    fresh = analysis.skeleton_of(run, "chars4")
+    assert fresh.size == 5 == run.message_count
+    assert RunSkeleton.objects.get(run=run, estimator="chars4").revision == run.revision
+
+
+def _jsonl(path: Path, *lines: dict) -> None:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_tail_run_never_mistakes_another_file_with_the_same_title_for_its_run(tmp_path, alice):
+    header = {"contextsim": 1, "type": "run", "title": "my agent"}
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    _jsonl(first, header, {"type": "message", "role": "user", "content": "one"})
+    _jsonl(second, header, {"type": "message", "role": "user", "content": "other"})
+    call_command("tail_run", str(first), "--once", "--owner", "alice")
+    call_command("tail_run", str(second), "--once", "--owner", "alice")
+    texts = sorted(json.dumps(m.parts) for m in Message.objects.all())
+    assert len(texts) == 2 and "one" in texts[0] + texts[1] and "other" in texts[0] + texts[1]
+    assert Run.objects.count() == 2
+    # The same file followed again later finds its own run, not a new one.
+    _jsonl(
+        first,
+        header,
+        {"type": "message", "role": "user", "content": "one"},
+        {"type": "message", "role": "assistant", "content": "done"},
+    )
+    call_command("tail_run", str(first), "--once", "--owner", "alice")
+    assert Run.objects.count() == 2
+    assert sorted(Run.objects.values_list("message_count", flat=True)) == [1, 2]
+
+
+def test_tail_run_takes_a_compaction_written_later_and_builds_a_new_skeleton(tmp_path, alice):
+    header = {"contextsim": 1, "type": "run", "title": "t", "model": "m1"}
+    log = tmp_path / "c.jsonl"
+    user = {"type": "message", "role": "user", "content": "go"}
+    _jsonl(log, header, user)
+    call_command("tail_run", str(log), "--once", "--owner", "alice")
+    run = Run.objects.get()
+    before = run.revision
+    _jsonl(
+        log,
+        {**header, "model": "m2"},
+        user,
+        {"type": "compaction", "before_message": 1, "pre_tokens": 900, "trigger": "auto"},
+    )
+    call_command("tail_run", str(log), "--once", "--owner", "alice")
+    run.refresh_from_db()
+    assert run.model == "m2" and run.compactions[0]["pre_tokens"] == 900
+    assert run.revision == before + 1
+
+
+def test_impossible_figures_in_a_body_are_refused_as_bad_input(key, live):
+    client, run_id = live
+    huge = {"role": "assistant", "content": "x", "usage": {"input_tokens": 10**30}}
+    status, body = _append(client, key, run_id, [huge])
+    assert status == 400
+    assert body["error"] == (
+        "request body: $.messages[0].usage.input_tokens: expected a number of tokens from 0 "
+        "to 999,999,999,999"
+    )
+    bad = {"contextsim": 1, "runs": [{"title": "t", "messages": [], "compactions": 5}]}
+    status, body = _api(client, key, reverse("api-runs"), bad)
+    assert status == 400 and "$.runs[0].compactions: expected a list, found int" in body["error"]
+    assert Run.objects.count() == 1
+
+
+def test_an_unexpected_failure_is_a_json_500_and_saves_nothing(key, live, monkeypatch):
+    client, run_id = live
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("webapp.services.streaming.message_row", broken)
+    status, body = _append(client, key, run_id, [{"role": "user", "content": "go"}])
+    assert status == 500 and body == {"error": "internal error (see the server log)"}
+    assert Run.objects.get(public_id=run_id).message_count == 0
+
+
+def test_runs_created_through_the_api_group_a_session_with_its_subagents(key):
+    main = {"title": "main", "session_id": "s1", "messages": []}
+    sub = {
+        "title": "sub",
+        "session_id": "s2",
+        "parent_session_id": "s1",
+        "subagent": True,
+        "messages": [],
+    }
+    status, body = _api(Client(), key, reverse("api-runs"), {"contextsim": 1, "runs": [main, sub]})
+    assert status == 201 and len(body["runs"]) == 2
+    runs = list(Run.objects.order_by("id"))
+    assert runs[0].collection is not None and runs[0].collection_id == runs[1].collection_id
+
+
+def test_a_deactivated_users_key_stops_working(key, live, alice):
+    client, run_id = live
+    alice.is_active = False
+    alice.save()
+    status, _ = _append(client, key, run_id, [])
+    assert status == 401
+
+
+def test_an_append_drops_the_estimator_report_of_the_old_text(key, live, alice):
+    from webapp.models import EstimatorReport
+
+    client, run_id = live
+    run = Run.objects.get(public_id=run_id)
+    EstimatorReport.objects.create(run=run, reference="o200k", data={"stale": True})
+    _append(client, key, run_id, [{"role": "user", "content": "новый текст"}])
+    assert not EstimatorReport.objects.filter(run=run).exists()

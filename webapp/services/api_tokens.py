@@ -33,10 +33,11 @@ def revoke_token(token: ApiToken) -> None:
 
 
 def owner_of(key: str) -> AbstractBaseUser | None:
-    """The owner of an active key, or None; records when the key was last used."""
+    """The owner of an active key of an active user, or None; records when the key was
+    last used."""
     token = (
         ApiToken.objects.select_related("owner")
-        .filter(digest=_digest(key), revoked__isnull=True)
+        .filter(digest=_digest(key), revoked__isnull=True, owner__is_active=True)
         .first()
     )
     if token is None:

@@ -60,13 +60,22 @@ def stored_run(run: Run) -> core.Run:
 
 def build_skeleton(run: Run, estimator: str, counter: Estimator) -> dict[str, object]:
     """Build, store and return the skeleton data of `run` under `estimator` (whose
-    counting is `counter`). Messages counted at import are not tokenized again."""
+    counting is `counter`). Messages counted at import are not tokenized again.
+
+    A run that changed while it was read (a live run's append) keeps no skeleton: what
+    was built is returned but not stored under the newer revision."""
+    revision = Run.objects.values_list("revision", flat=True).get(pk=run.pk)
     known = Message.objects.filter(run=run).values_list("content_hash", "counts")
     seed_counts((estimator, key, counts[estimator]) for key, counts in known if estimator in counts)
     data = skeleton.to_dict(skeleton.build(stored_run(run), counter))
     try:
         with transaction.atomic():
-            RunSkeleton.objects.create(run=run, estimator=estimator, data=data)
+            if Run.objects.filter(pk=run.pk, revision=revision).exists():
+                stale = RunSkeleton.objects.filter(run=run, estimator=estimator)
+                stale.exclude(revision=revision).delete()
+                RunSkeleton.objects.create(
+                    run=run, estimator=estimator, data=data, revision=revision
+                )
     except IntegrityError:
         pass  # another request built it at the same time
     return data

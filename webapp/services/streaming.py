@@ -16,17 +16,30 @@ from django.utils import timezone
 from contextsim import model as core
 from contextsim.estimators import ESTIMATORS, content_key
 from contextsim.formats import ParsedFile, parse_path
-from webapp.models import Collection, Message, Run, RunSkeleton, Visibility
+from webapp.models import Collection, EstimatorReport, Message, Run, RunSkeleton, Visibility
 from webapp.services.imports import message_row, save_run
 
 
-def create_live_run(owner: AbstractBaseUser, run: core.Run) -> Run:
-    """Save `run` (its header and any first messages) as a private run that will grow."""
+def create_live_run(owner: AbstractBaseUser, run: core.Run, stream_key: str = "") -> Run:
+    """Save `run` (its header and any first messages) as a private run that will grow;
+    `stream_key` names the log file and run it follows, if any."""
     with transaction.atomic():
         stored = save_run(run, owner=owner, visibility=Visibility.PRIVATE)
-        Run.objects.filter(pk=stored.pk).update(last_append=timezone.now())
+        Run.objects.filter(pk=stored.pk).update(
+            last_append=timezone.now(), stream_key=stream_key[:600]
+        )
     stored.refresh_from_db()
     return stored
+
+
+@transaction.atomic
+def create_live_runs(owner: AbstractBaseUser, runs: Sequence[core.Run]) -> list[Run]:
+    """Save several runs that will grow (all or nothing), a subagent in one collection
+    with its session's run."""
+    saved = [create_live_run(owner, run) for run in runs]
+    for run in saved:
+        _join_parent(run)
+    return saved
 
 
 def append_messages(run: Run, messages: Sequence[core.Message], start: int | None = None) -> Run:
@@ -48,6 +61,7 @@ def append_messages(run: Run, messages: Sequence[core.Message], start: int | Non
             message_row(locked, start + i, m, ESTIMATORS) for i, m in enumerate(messages)
         )
         RunSkeleton.objects.filter(run=locked).delete()
+        EstimatorReport.objects.filter(run=locked).delete()  # it read the old text
         figures = _figures(locked)
         Run.objects.filter(pk=locked.pk).update(
             message_count=start + len(messages),
@@ -85,30 +99,50 @@ def sync_file(
     owner: AbstractBaseUser, path: Path, known: dict[str, Run], format: str | None = None
 ) -> list[tuple[Run, int]]:
     """Bring the stored runs of a growing log file in step with it: a run seen for the
-    first time is created; a known one gets its new messages, and the tail that changed
-    (a response still being written) replaced. `known` maps a run's key (session id or
-    title) to its stored run and is updated. Returns (run, messages added or replaced)
-    for every run that changed."""
+    first time is created; a known one gets its new messages, the tail that changed (a
+    response still being written) replaced, and its title, model and compactions as the
+    file now says. A run is known by the file's path and its session id (or position in
+    the file), never by its title: two files may well start alike. `known` caches that
+    key's stored run and is updated. Returns (run, messages added or replaced) for every
+    run that changed."""
     parsed: ParsedFile = parse_path(str(path), format)
     changed = []
-    for run in parsed.runs:
-        key = run.session_id or run.title
-        stored = known.get(key) or _earlier(owner, run)
-        if stored is not None:
-            known[key] = stored
-        else:
-            stored = known[key] = create_live_run(owner, run)
+    for position, run in enumerate(parsed.runs):
+        key = f"{path.resolve()}#{run.session_id or position}"
+        stored = known.get(key) or Run.objects.filter(owner=owner, stream_key=key).first()
+        if stored is None:
+            stored = known[key] = create_live_run(owner, run, key)
             _join_parent(stored)
             changed.append((stored, len(run.messages)))
             continue
-        if run.title and run.title != stored.title:
-            Run.objects.filter(pk=stored.pk).update(title=run.title[:300])
-            stored.title = run.title[:300]
+        known[key] = stored
+        _update_header(stored, run)
         start = _first_difference(stored, run)
         if start < len(run.messages) or start < stored.message_count:
             append_messages(stored, run.messages[start:], start)
             changed.append((stored, len(run.messages) - start))
     return changed
+
+
+def _update_header(stored: Run, run: core.Run) -> None:
+    header = {
+        "title": run.title[:300] or stored.title,
+        "model": run.model[:120] or stored.model,
+        "compactions": [
+            {"before_message": c.before_message, "pre_tokens": c.pre_tokens, "trigger": c.trigger}
+            for c in run.compactions
+        ],
+    }
+    if all(getattr(stored, k) == v for k, v in header.items()):
+        return
+    with transaction.atomic():
+        rows = Run.objects.filter(pk=stored.pk)
+        rows.update(**header)
+        if stored.compactions != header["compactions"]:
+            # Compactions are part of the skeleton: a new revision, built afresh.
+            RunSkeleton.objects.filter(run=stored).delete()
+            rows.update(revision=F("revision") + 1)
+    stored.refresh_from_db(fields=["title", "model", "compactions", "revision"])
 
 
 def _join_parent(run: Run) -> None:
@@ -125,13 +159,6 @@ def _join_parent(run: Run) -> None:
         parent.save(update_fields=["collection"])
     run.collection = parent.collection
     run.save(update_fields=["collection"])
-
-
-def _earlier(owner: AbstractBaseUser, run: core.Run) -> Run | None:
-    """The live run stored for this log run by an earlier sync, if any."""
-    same = Q(session_id=run.session_id) if run.session_id else Q(title=run.title, session_id="")
-    live = Run.objects.filter(same, owner=owner, last_append__isnull=False)
-    return live.order_by("-id").first()
 
 
 def _first_difference(stored: Run, run: core.Run) -> int:

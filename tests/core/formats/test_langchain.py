@@ -419,3 +419,10 @@ def test_no_corpus_file_is_claimed(corpus: Path):
     assert len(paths) >= 8
     for path in paths:
         assert not LANGCHAIN.sniff(read(path)), path
+
+
+def test_a_message_type_that_is_not_a_string_is_named():
+    entries = messages_to_dict([HumanMessage("hi"), AIMessage("ok")])
+    entries[1]["type"] = ["ai"]
+    with pytest.raises(FormatError, match=r"x\.json: \$\[1\]\.type: expected the message type"):
+        parse_stream("x.json", io.BytesIO(json.dumps(entries).encode()), "langchain")
