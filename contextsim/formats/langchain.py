@@ -145,8 +145,7 @@ def _message(path: str, where: str, entry: Any, skipped: Counter[str]) -> Messag
     """One message entry; content blocks of unknown types are counted in `skipped`."""
     expect(path, where, entry, dict, "a message object with 'type' and 'data'")
     data = expect(path, f"{where}.data", entry.get("data"), dict, "the message's data object")
-    kind = expect(path, f"{where}.type", entry.get("type"), str, "the message type, a string")
-    role = _role(path, where, kind, data)
+    role = _role(path, where, entry.get("type"), data)
     content = data.get("content")
     if content is not None and not isinstance(content, str | list):
         expect(path, f"{where}.data.content", content, (str, list), "a string or a list")
@@ -167,9 +166,12 @@ def _message(path: str, where: str, entry: Any, skipped: Counter[str]) -> Messag
 
 
 def _role(path: str, where: str, kind: Any, data: dict[str, Any]) -> Role:
+    if not isinstance(kind, str):  # a list or object would not even be a dict key
+        found = "nothing" if kind is None else type(kind).__name__
+        raise FormatError(path, f"{where}.type", f"expected {TYPES_EXPECTED}, found {found}")
     if kind in CHAT_TYPES:
         role = data.get("role")
-        if role not in CHAT_ROLES:
+        if not isinstance(role, str) or role not in CHAT_ROLES:
             found = "nothing" if role is None else repr(role)
             problem = f"expected {CHAT_ROLES_EXPECTED}, found {found}"
             raise FormatError(path, f"{where}.data.role", problem)

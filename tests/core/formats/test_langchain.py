@@ -424,5 +424,7 @@ def test_no_corpus_file_is_claimed(corpus: Path):
 def test_a_message_type_that_is_not_a_string_is_named():
     entries = messages_to_dict([HumanMessage("hi"), AIMessage("ok")])
     entries[1]["type"] = ["ai"]
-    with pytest.raises(FormatError, match=r"x\.json: \$\[1\]\.type: expected the message type"):
+    with pytest.raises(
+        FormatError, match=r"x\.json: \$\[1\]\.type: expected system, .* found list"
+    ):
         parse_stream("x.json", io.BytesIO(json.dumps(entries).encode()), "langchain")
