@@ -7,6 +7,7 @@ click still opens that step.
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from contextsim.model import KINDS
@@ -31,6 +32,12 @@ DISPOSITION_COLOURS = {
     "notes": "#D55E00",
 }
 SHOWN_KINDS = ("system", "user", "assistant", "tool_call", "tool_result")
+
+
+def plain(text: str) -> str:
+    """Text from a log, for a figure: plotly.js applies some HTML tags in names, labels
+    and hover texts (links, styles), so they are escaped to be shown, not applied."""
+    return html.escape(text, quote=False)
 
 
 def sampled_steps(sim: Simulation, problems: list[Problem]) -> list[int]:
@@ -119,7 +126,7 @@ def _markers(sim: Simulation, problems: list[Problem]) -> dict[str, Any]:
         "name": "problems",
         "x": xs,
         "y": [sim.records[k].sent for k in xs],
-        "text": [f"{first[k].kind}: {first[k].detail}" for k in xs],
+        "text": [plain(f"{first[k].kind}: {first[k].detail}") for k in xs],
         "marker": {"symbol": "x", "size": 9, "color": "#D55E00"},
         "hovertemplate": "step %{x}<br>%{text}<extra></extra>",
     }
@@ -205,7 +212,7 @@ def ledger_figure(sim: Simulation) -> dict[str, Any]:
     scale = []
     for code, colour in enumerate(LEDGER_COLOURS):
         scale += [[code / 6, colour], [(code + 1) / 6, colour]]
-    labels = [f"#{i} {sk.tool_names[i] or 'result'} ({sk.tokens[i]:,} tokens)" for i in rows]
+    labels = [plain(f"#{i} {sk.tool_names[i] or 'result'} ({sk.tokens[i]:,} tokens)") for i in rows]
     return {
         "data": [
             {

@@ -10,7 +10,7 @@ from typing import Any
 from contextsim.estimators import Estimator
 from contextsim.sweep import Outcome, Totals, outcome, totals
 from webapp.analysis import Analysis, ViewState, analyse
-from webapp.charts import limit_lines, sampled_steps
+from webapp.charts import limit_lines, plain, sampled_steps
 from webapp.models import Run
 from webapp.sweep_charts import POLICY_COLOURS
 
@@ -51,7 +51,7 @@ def fleet_figure(fleet: Fleet, state: ViewState) -> dict[str, Any]:
         sim = row.analysis.main
         steps = sampled_steps(sim, row.analysis.problems)
         colour = POLICY_COLOURS[i % len(POLICY_COLOURS)]
-        name = row.run.title[:40]
+        name = plain(row.run.title[:40])
         traces.append(_line(name, steps, [sim.records[k].sent for k in steps], colour, "solid"))
         other = row.analysis.other
         if other is not None:
@@ -63,7 +63,7 @@ def fleet_figure(fleet: Fleet, state: ViewState) -> dict[str, Any]:
                 {
                     "type": "scatter",
                     "mode": "markers",
-                    "name": f"rejected ({row.run.title[:20]})",
+                    "name": plain(f"rejected ({row.run.title[:20]})"),
                     "legendgroup": name,
                     "showlegend": False,
                     "x": rejected,

@@ -29,3 +29,16 @@ def test_a_policy_change_redraws_the_fleet_and_a_rejection_opens_its_step(page, 
         re.compile(r"/steps/\d+/\?policy=turns&budget=10000&hard_limit=40000&estimator=chars4")
     )
     assert "rejected" in page.locator("main").inner_text()
+
+
+def test_markup_in_a_run_title_is_shown_as_text_in_the_chart(page, fleet):
+    from webapp.models import Run
+
+    evil = '<a href="https://evil.example/">open</a><b>bold</b>'
+    Run.objects.filter(pk=fleet[0].pk).update(title=evil)
+    collection = fleet[0].collection
+    page.goto(f"{page.base}/collections/{collection.public_id}/?estimator=chars4")
+    chart = page.locator("[data-figure='fleet-data']")
+    chart.locator(".main-svg").first.wait_for()
+    assert chart.locator("a").count() == 0 and chart.locator("b").count() == 0
+    assert '<a href="https://evil.example/">' in chart.locator(".legend").text_content()
