@@ -178,8 +178,13 @@ def analyse(run: Run, state: ViewState, estimators: dict[str, Estimator] | None 
     sk = skeleton_of(run, state.estimator, counter)
     count = counter.count
     limits = {"budget": state.budget, "hard_limit": state.hard_limit, "count": count}
-    main = simulate(sk, state.policy, state.params, **limits)
-    other = simulate(sk, state.compare, state.compare_params, **limits) if state.compare else None
+    try:
+        main = simulate(sk, state.policy, state.params, **limits)
+        other = (
+            simulate(sk, state.compare, state.compare_params, **limits) if state.compare else None
+        )
+    except ValueError as exc:  # a policy that cannot work with these settings says why
+        raise BadQuery(f"{state.policy}: {exc}") from None
     return Analysis(state, main, detect(main), other)
 
 

@@ -36,12 +36,21 @@ def past_results(sk: Skeleton, i: int, end: int) -> int:
     return i
 
 
+def check_window(max_size: int, keep_first: int) -> None:
+    """Raise ValueError unless the halved view has room for the head and a tail."""
+    if max_size < 4 or not 0 <= keep_first < max_size // 2 - 1:
+        raise ValueError("max_size must be at least 4 and keep_first below max_size / 2 - 1")
+
+
 @dataclass(frozen=True, slots=True)
 class ForgettingParams:
     max_size: int = 100
     """Events (messages) the view may hold; one more and half of them are forgotten."""
     keep_first: int = 1
     """Events at the start that are always kept."""
+
+    def __post_init__(self) -> None:
+        check_window(self.max_size, self.keep_first)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +60,9 @@ class SummarizingParams:
     summary_tokens: int = 1_000
     """Tokens of the summary the condenser's model writes (an assumption)."""
 
+    def __post_init__(self) -> None:
+        check_window(self.max_size, self.keep_first)
+
 
 class EventWindowPlanner:
     """OpenHands' rolling condensers. The view is the head, the summary (when there is
@@ -58,8 +70,6 @@ class EventWindowPlanner:
     so the view is back to half of it. O(1) per request."""
 
     def __init__(self, ctx: Context, params: ForgettingParams | SummarizingParams) -> None:
-        if params.max_size < 4 or not 0 <= params.keep_first < params.max_size // 2 - 1:
-            raise ValueError("max_size must be at least 4 and keep_first below max_size / 2 - 1")
         self.sk = ctx.skeleton
         self.statics = no_statics(self.sk.size)
         self.acct = Accountant(self.sk, self.statics)

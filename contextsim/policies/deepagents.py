@@ -113,6 +113,12 @@ class DeepAgentsParams:
     summary_tokens: int = 2_000
     """Tokens of the summary the model writes; the message adds a fixed wrapper."""
 
+    def __post_init__(self) -> None:
+        if not (0 < self.trigger_fraction <= 1 and 0 < self.keep_fraction <= 1):
+            raise ValueError("trigger_fraction and keep_fraction must be in (0, 1]")
+        if self.chars_per_token <= 0:
+            raise ValueError("chars_per_token must be above 0")
+
 
 class DeepAgentsPlanner:
     """Offloads are fixed at setup; the summary boundary is carried from step to step.
@@ -122,8 +128,6 @@ class DeepAgentsPlanner:
     under the run's estimator. Each plan costs O(log M)."""
 
     def __init__(self, ctx: Context, params: DeepAgentsParams) -> None:
-        if not (0 < params.trigger_fraction <= 1 and 0 < params.keep_fraction <= 1):
-            raise ValueError("trigger_fraction and keep_fraction must be in (0, 1]")
         sk = self.sk = ctx.skeleton
         self.p = params
         self.window = params.window or ctx.hard_limit

@@ -34,14 +34,16 @@ class LastNParams:
     """The boundary moves only every `polling` observations, so the elided prefix, and
     with it the prompt cache, stays the same in between."""
 
+    def __post_init__(self) -> None:
+        if self.n < 1 or self.polling < 1:
+            raise ValueError("n and polling must be at least 1")
+
 
 class LastNPlanner:
     """Keep the first observation (the task, in SWE-agent) and the newest `n`; elide
     those between, the boundary moving in steps of `polling`. O(log M) per request."""
 
     def __init__(self, ctx: Context, params: LastNParams) -> None:
-        if params.n < 1 or params.polling < 1:
-            raise ValueError("n and polling must be at least 1")
         sk = ctx.skeleton
         results = [n > 0 for n in sk.result_count]
         self.observations = [i for i, r in enumerate(results) if r]
@@ -88,13 +90,15 @@ class MaskingParams:
     attention_window: int = 100
     """Events (messages) at the end of the view whose observations stay whole."""
 
+    def __post_init__(self) -> None:
+        if self.attention_window < 1:
+            raise ValueError("attention_window must be at least 1")
+
 
 class MaskingPlanner:
     """Mask every observation older than the newest `attention_window` messages."""
 
     def __init__(self, ctx: Context, params: MaskingParams) -> None:
-        if params.attention_window < 1:
-            raise ValueError("attention_window must be at least 1")
         sk = ctx.skeleton
         note = MESSAGE_OVERHEAD + ctx.count(MASKED)
         self.statics = Statics([n > 0 for n in sk.result_count], [note] * sk.size)
@@ -141,14 +145,16 @@ class TrimmerParams:
     trimmable_tools: tuple[str, ...] = ()
     """Only these tools' output is trimmed (empty: every tool's)."""
 
+    def __post_init__(self) -> None:
+        if self.recent_turns < 1:
+            raise ValueError("recent_turns must be at least 1")
+
 
 class TrimmerPlanner:
     """Before the `recent_turns`-th newest user message, trim long tool output to a
     preview. O(log M) per request."""
 
     def __init__(self, ctx: Context, params: TrimmerParams) -> None:
-        if params.recent_turns < 1:
-            raise ValueError("recent_turns must be at least 1")
         sk = ctx.skeleton
         self.turns = [i for i, t in enumerate(sk.user_turn) if t]
         self.recent = params.recent_turns

@@ -210,3 +210,21 @@ def test_the_inspector_shows_the_policys_own_text_where_it_summarized(alice_clie
     forgetting = {"policy": "openhands_amortized_forgetting", "max_size": "10"}
     page = get(alice_client, "step", run, last, **forgetting).content.decode()
     assert "Earlier events were forgotten: nothing stands in their place." in page
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ({"policy": "swe_agent_last_n", "n": "0"}, "n and polling must be at least 1"),
+        ({"policy": "openhands_observation_masking", "attention_window": "0"}, "attention_window"),
+        ({"policy": "openai_tool_output_trimmer", "recent_turns": "0"}, "recent_turns"),
+        ({"policy": "openhands_amortized_forgetting", "max_size": "3"}, "max_size must be"),
+        ({"policy": "deepagents", "trigger_fraction": "2"}, "trigger_fraction and keep_fraction"),
+    ],
+)
+def test_parameters_a_policy_cannot_work_with_are_a_clear_400(alice_client, run, query, message):
+    for name, args in (("run", ()), ("step", (1,))):
+        response = get(alice_client, name, run, *args, **query)
+        assert response.status_code == 400 and message in response.content.decode()
+    collection_less = get(alice_client, "export", run, "csv", **query)
+    assert collection_less.status_code == 400 and message in collection_less.json()["error"]
