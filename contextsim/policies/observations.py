@@ -40,16 +40,20 @@ class LastNParams:
 
 
 class LastNPlanner:
-    """Keep the first observation (the task, in SWE-agent) and the newest `n`; elide
-    those between, the boundary moving in steps of `polling`. O(log M) per request."""
+    """Keep observation 0 (the task) and the newest `n` tool outputs; elide those
+    between, the boundary moving in steps of `polling`. O(log M) per request."""
 
     def __init__(self, ctx: Context, params: LastNParams) -> None:
         sk = ctx.skeleton
-        results = [n > 0 for n in sk.result_count]
-        self.observations = [i for i, r in enumerate(results) if r]
-        clearable = list(results)
-        if self.observations:
-            clearable[self.observations[0]] = False  # the first one is never elided
+        clearable = [n > 0 for n in sk.result_count]
+        # SWE-agent counts the task (the first user message) as observation 0, the one
+        # it never elides; every tool output after it is an observation.
+        task = next((i for i, t in enumerate(sk.user_turn) if t), -1)
+        results = [i for i, r in enumerate(clearable) if r]
+        if task < 0 and results:
+            task = results[0]  # no task message: the first output stands in for it
+            clearable[task] = False
+        self.observations = sorted({task, *results} - {-1})
         note = MESSAGE_OVERHEAD + ctx.count(SWE_AGENT_NOTE.format(lines=TYPICAL_LINES))
         self.statics = Statics(clearable, [note] * sk.size)
         self.acct = Accountant(sk, self.statics)
@@ -59,7 +63,7 @@ class LastNPlanner:
     def plan(self, end: int) -> Plan:
         seen = bisect.bisect_left(self.observations, end)
         last_removed = max(0, (seen // self.p.polling) * self.p.polling - self.p.n)
-        count = max(0, last_removed - 1)  # observations 1 .. last_removed - 1
+        count = max(0, last_removed - 1)  # observations 1 .. last_removed - 1: outputs
         if count == 0:
             return Plan(end)
         return Plan(end, clear_before=self.uses.boundary(count), stage="clear")
