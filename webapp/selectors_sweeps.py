@@ -4,9 +4,11 @@ shows it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.urls import reverse
 
@@ -96,18 +98,48 @@ def sweep_view(sweep: Sweep) -> SweepView:
     )
 
 
+def _count(rows: QuerySet[Any]) -> Coalesce:
+    """A correlated COUNT(*) of `rows` (already filtered on OuterRef("pk")), 0 when none:
+    counting in a subquery, not over a join of cells and runs, keeps the list fast."""
+    counted = rows.order_by().values("sweep").annotate(n=Count("pk")).values("n")[:1]
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
 def sweep_list(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Sweep]:
     """The user's sweeps, newest first, with their cell counts (`done`, `failed`,
     `total`) and run count (`run_count`)."""
     status = SweepCell.Status
-    # Aggregating queries drop Meta.ordering, so it is stated again.
+    cells = SweepCell.objects.filter(sweep=OuterRef("pk"))
+    runs = Sweep.runs.through.objects.filter(sweep=OuterRef("pk"))
     return (
         visible_sweeps(user)
         .annotate(
-            total=Count("cells", distinct=True),
-            done=Count("cells", filter=Q(cells__status=status.DONE), distinct=True),
-            failed=Count("cells", filter=Q(cells__status=status.FAILED), distinct=True),
-            run_count=Count("runs", distinct=True),
+            total=_count(cells),
+            done=_count(cells.filter(status=status.DONE)),
+            failed=_count(cells.filter(status=status.FAILED)),
+            run_count=_count(runs),
         )
         .order_by("-created", "-id")
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    done: int
+    failed: int
+    total: int
+
+    @property
+    def finished(self) -> bool:
+        return self.done + self.failed == self.total
+
+
+def sweep_progress(sweep: Sweep) -> Progress:
+    """How many of the sweep's cells are done and failed: one small query, for polling."""
+    status = SweepCell.Status
+    found = sweep.cells.aggregate(
+        total=Count("pk"),
+        done=Count("pk", filter=Q(status=status.DONE)),
+        failed=Count("pk", filter=Q(status=status.FAILED)),
+    )
+    return Progress(found["done"], found["failed"], found["total"])

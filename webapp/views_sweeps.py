@@ -55,8 +55,22 @@ def new_sweep(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def sweep_detail(request: HttpRequest, public_id: str) -> HttpResponse:
-    view = selectors_sweeps.sweep_view(selectors_sweeps.get_sweep(request.user, public_id))
-    figures = sweep_figures(view.configs, view.totals, view.sweep.hard_limit)
-    context = {"view": view, "sweep": view.sweep, "figures": figures}
-    template = "sweep.html#results" if request.htmx else "sweep.html"
-    return render(request, template, context)
+    """While cells are open the page polls a small progress line; once they are all
+    done that poll reloads the page, which then shows the charts and tables."""
+    sweep = selectors_sweeps.get_sweep(request.user, public_id)
+    progress = selectors_sweeps.sweep_progress(sweep)
+    if request.htmx:
+        response = render(request, "sweep.html#progress", {"sweep": sweep, "progress": progress})
+        if progress.finished:
+            response["HX-Refresh"] = "true"
+        return response
+    context: dict[str, object] = {
+        "sweep": sweep,
+        "progress": progress,
+        "run_count": sweep.runs.count(),
+    }
+    if progress.finished:
+        view = selectors_sweeps.sweep_view(sweep)
+        figures = sweep_figures(view.configs, view.totals, sweep.hard_limit)
+        context.update({"view": view, "figures": figures})
+    return render(request, "sweep.html", context)

@@ -62,11 +62,18 @@ def test_the_page_polls_while_cells_are_open_and_shows_the_outcome_when_done(
     url = reverse("sweep", args=[sweep.public_id])
     running = alice_client.get(url).content.decode()
     assert 'hx-trigger="every 1s"' in running and "0 of 32 cells computed" in running
+    assert "appear here once every cell is computed" in running
+    polled = alice_client.get(url, HTTP_HX_REQUEST="true")
+    assert "HX-Refresh" not in polled and "0 of 32 cells computed" in polled.content.decode()
     for cell_id in queued:
         sweeps.run_cell(cell_id)
     sweep.refresh_from_db()
     assert sweep.finished is not None
-    done = alice_client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    poll = alice_client.get(url, HTTP_HX_REQUEST="true")
+    assert poll["HX-Refresh"] == "true"  # the poll reloads the page once all are done
+    assert "every 1s" not in poll.content.decode()
+    assert len(poll.content) < 1_000  # a poll never carries the results
+    done = alice_client.get(url).content.decode()
     assert "every 1s" not in done and "Done: 32 of 32 cells" in done
     outcomes = {
         (sweep.configs[c.config]["policy"], sweep.configs[c.config]["budget"]): c.outcome
@@ -184,3 +191,23 @@ def test_the_sweep_command_starts_a_sweep_and_names_bad_input(fleet, queued, cap
         with pytest.raises(CommandError, match=message):
             call_command("sweep", *args, *common)
     assert Sweep.objects.count() == 1
+
+
+def test_a_cell_that_crashes_is_failed_and_the_sweep_still_finishes(
+    alice_client, fleet, queued, monkeypatch
+):
+    _post(alice_client, fleet[:1], policies=["mythex"], budgets="20000")
+    sweep = Sweep.objects.get()
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setattr("webapp.services.sweeps.simulate", boom)
+    (cell,) = sweep.cells.all()
+    sweeps.run_cell(cell.pk)
+    cell.refresh_from_db()
+    sweep.refresh_from_db()
+    assert cell.status == "failed" and cell.error == "internal error: database is locked"
+    assert sweep.finished is not None
+    html = alice_client.get(reverse("sweep", args=[sweep.public_id])).content.decode()
+    assert "every cell failed" in html and "waiting for the workers" not in html

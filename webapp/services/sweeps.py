@@ -3,6 +3,7 @@ workers, and compute a cell (what a worker does)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from webapp import analysis, selectors
 from webapp.models import Run, Sweep, SweepCell
 
 OPEN = (SweepCell.Status.QUEUED, SweepCell.Status.RUNNING)
+logger = logging.getLogger(__name__)
 
 
 @transaction.atomic
@@ -90,6 +92,11 @@ def run_cell(cell_id: int) -> None:
         fields = {"status": SweepCell.Status.DONE, "outcome": outcome(sim, detect(sim)).to_dict()}
     except ValueError as exc:
         fields = {"status": SweepCell.Status.FAILED, "error": str(exc)}
+    except Exception as exc:
+        # Whatever else went wrong, the cell must not stay "running": the sweep would
+        # never finish. The details go to the log.
+        logger.exception("sweep cell %s failed", cell_id)
+        fields = {"status": SweepCell.Status.FAILED, "error": f"internal error: {exc}"}
     SweepCell.objects.filter(pk=cell.pk).update(finished=timezone.now(), **fields)
     if not sweep.cells.filter(status__in=OPEN).exists():
         Sweep.objects.filter(pk=sweep.pk, finished__isnull=True).update(finished=timezone.now())
