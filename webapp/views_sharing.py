@@ -3,11 +3,13 @@ remembers the grant in the visitor's session and opens the run (or one of its pa
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.urls import Resolver404, resolve, reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from webapp import selectors, share_grants
@@ -50,13 +52,23 @@ def open_share(request: HttpRequest, token: str) -> HttpResponse:
     return redirect(target or reverse("run", args=[link.run.public_id]))
 
 
+RUN_PAGES = {"run", "step", "ledger", "run-requests", "run-estimators", "export", "message-text"}
+"""The pages of one run a share link may open."""
+
+
 def _target(public_id: str, path: str) -> str:
-    """`path` if it is a page of this run on this site, else ''."""
-    prefix = reverse("run", args=[public_id])
-    tricks = ".." in path or "\\" in path
-    if path.startswith(prefix) and not tricks and url_has_allowed_host_and_scheme(path, None):
-        return path
-    return ""
+    """`path` if it is one of this run's pages on this site (resolved as Django routes
+    it, so no encoding trick leads elsewhere), else ''."""
+    parts = urlsplit(path)
+    if parts.scheme or parts.netloc or "%" in parts.path or "\\" in path:
+        return ""
+    try:
+        match = resolve(parts.path)
+    except Resolver404:
+        return ""
+    if match.url_name not in RUN_PAGES or match.kwargs.get("public_id") != public_id:
+        return ""
+    return path
 
 
 def _link_url(token: str, target: str) -> str:

@@ -87,7 +87,15 @@ def test_a_step_link_lands_on_that_step_with_its_settings(alice_client, private_
 
 @pytest.mark.parametrize(
     "target",
-    ["https://evil.example/", "//evil.example/runs/", "/runs/other/", "/runs/{pid}/../../admin/"],
+    [
+        "https://evil.example/",
+        "//evil.example/runs/",
+        "/runs/other/",
+        "/runs/{pid}/../../admin/",
+        "/runs/{pid}/%2e%2e/%2e%2e/tokens/",
+        "/runs/{pid}/share/",
+        "/tokens/",
+    ],
 )
 def test_a_share_link_never_redirects_off_the_run(alice_client, private_run, target):
     link = _create(alice_client, private_run)
