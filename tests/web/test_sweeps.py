@@ -182,7 +182,9 @@ def test_the_sweep_command_starts_a_sweep_and_names_bad_input(fleet, queued, cap
     assert capsys.readouterr().out.strip() == f"/sweeps/{sweep.public_id}/"
     assert sweep.cells.count() == 4 and sweep.owner.username == "alice"
     bad = [
-        (["--budgets=1000"], "no run found: give --run or --collection public ids"),
+        (["--budgets=1000"], "no run given: give --run or --collection public ids"),
+        ([*ids, "--run=typo", "--budgets=1000"], "not found, or not visible to alice: typo"),
+        (["--collection=nope", "--budgets=1000"], "not visible to alice: collection nope"),
         ([*ids, "--budgets=10k"], "budgets: expected whole numbers of tokens, got '10k'"),
         ([*ids, "--budgets=1000", "--estimator=words"], "unknown estimator 'words'"),
         ([*ids, "--budgets=1000", "--set=mythex.keep_results=x"], "mythex: keep_results"),
@@ -191,6 +193,8 @@ def test_the_sweep_command_starts_a_sweep_and_names_bad_input(fleet, queued, cap
         with pytest.raises(CommandError, match=message):
             call_command("sweep", *args, *common)
     assert Sweep.objects.count() == 1
+    with pytest.raises(CommandError, match="--owner: no user 'alcie'"):
+        call_command("sweep", *ids, "--policy=mythex", "--owner=alcie", "--budgets=1000")
 
 
 def test_a_cell_that_crashes_is_failed_and_the_sweep_still_finishes(

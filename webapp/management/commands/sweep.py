@@ -7,13 +7,12 @@ import json
 import time
 from typing import Any
 
-from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Q
 
 from contextsim.sweep import SweepError, grid, parse_budgets, parse_settings
 from webapp import selectors, selectors_sweeps
+from webapp.management.owners import command_owner
 from webapp.models import Run
 from webapp.services import sweeps
 
@@ -40,15 +39,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        username = options["owner"] or settings.LOCAL_USER or "local"
-        owner, _ = get_user_model().objects.get_or_create(username=username)
-        runs = list(
-            Run.objects.filter(
-                Q(public_id__in=options["run"]) | Q(collection__public_id__in=options["collection"])
-            ).order_by("id")
-        )
-        if not runs:
-            raise CommandError("no run found: give --run or --collection public ids")
+        owner = command_owner(options["owner"])
+        runs = self._runs(owner, options["run"], options["collection"])
         estimators = selectors.estimators_for(owner)
         if options["estimator"] not in estimators:
             raise CommandError(
@@ -84,6 +76,22 @@ class Command(BaseCommand):
                     f"{config.label}: {total.completed_runs} of {total.runs} runs finished, "
                     f"largest request {total.peak_sent:,}, ${total.cost:.2f}"
                 )
+
+    def _runs(self, owner: Any, run_ids: list[str], collection_ids: list[str]) -> list[Run]:
+        """The runs named, all of which the owner must be able to see."""
+        if not run_ids and not collection_ids:
+            raise CommandError("no run given: give --run or --collection public ids")
+        wanted = Q(public_id__in=run_ids) | Q(collection__public_id__in=collection_ids)
+        found = selectors.visible_runs(owner).filter(wanted).select_related("collection")
+        runs = list(found.order_by("id"))
+        missing = sorted(set(run_ids) - {r.public_id for r in runs})
+        seen = {r.collection.public_id for r in runs if r.collection}
+        missing += sorted(f"collection {c}" for c in set(collection_ids) - seen)
+        if missing:
+            raise CommandError(
+                f"not found, or not visible to {owner.get_username()}: {', '.join(missing)}"
+            )
+        return runs
 
     def _follow(self, sweep: Any, timeout: float) -> selectors_sweeps.SweepView:
         deadline = time.monotonic() + timeout

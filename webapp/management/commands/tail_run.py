@@ -8,11 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contextsim.formats import IMPORTERS, FormatError
+from webapp.management.owners import command_owner
 from webapp.models import Run
 from webapp.services.streaming import sync_file
 
@@ -34,8 +33,7 @@ class Command(BaseCommand):
         path = Path(options["path"])
         if not path.is_file():
             raise CommandError(f"{path}: no such file")
-        username = options["owner"] or settings.LOCAL_USER or "local"
-        owner, _ = get_user_model().objects.get_or_create(username=username)
+        owner = command_owner(options["owner"])
         known: dict[str, Run] = {}
         seen: tuple[float, int] | None = None
         quiet_since = time.monotonic()
