@@ -29,3 +29,30 @@ def test_a_sweep_started_from_a_collection_shows_its_outcome_and_opens_cells(pag
     page.wait_for_url(re.compile(r"/runs/[\w-]+/\?policy=turns&budget=10000&hard_limit=40000"))
     page.locator("#chart[data-drawn='1']").wait_for()
     assert "Rejected requests" in page.locator("dl.cards").inner_text()
+
+
+def test_the_sweep_page_follows_progress_and_shows_the_outcome_when_done(page, fleet):
+    from contextsim.sweep import grid
+    from webapp.models import Sweep
+    from webapp.services import sweeps
+
+    sweep = Sweep.objects.create(
+        owner=fleet[0].owner,
+        title="followed",
+        estimator="chars4",
+        hard_limit=40_000,
+        configs=[c.to_dict() for c in grid(["turns", "mythex"], [10_000])],
+    )
+    sweep.runs.set(fleet)
+    cells = [
+        sweep.cells.create(run=run, config=i) for run in fleet for i in range(len(sweep.configs))
+    ]
+    page.goto(f"{page.base}/sweeps/{sweep.public_id}/")
+    page.locator("#sweep-progress", has_text="0 of 6 cells computed").wait_for()
+    sweeps.run_cell(cells[0].pk)
+    page.locator("#sweep-progress", has_text="1 of 6 cells computed").wait_for()
+    for cell in cells[1:]:
+        sweeps.run_cell(cell.pk)
+    # The poll sees every cell done and reloads the page, which draws the outcome.
+    page.locator("[data-figure='sweep-finished'] .main-svg").first.wait_for()
+    assert "Done: 6 of 6 cells" in page.locator("#sweep-progress").inner_text()
