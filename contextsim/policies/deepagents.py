@@ -31,15 +31,9 @@ from dataclasses import dataclass
 
 from contextsim.accounting import Accountant
 from contextsim.estimators import MESSAGE_OVERHEAD
+from contextsim.langchain_form import APPROX_IMAGE_TOKENS, APPROX_MESSAGE_TOKENS, LANGCHAIN_TYPES
 from contextsim.policies.base import Context, Plan, Statics
-from contextsim.skeleton import (
-    APPROX_IMAGE_TOKENS,
-    APPROX_MESSAGE_TOKENS,
-    KIND_INDEX,
-    LANGCHAIN_TYPES,
-    Skeleton,
-    prefix_sums,
-)
+from contextsim.skeleton import KIND_INDEX, Skeleton, prefix_sums
 
 # The stub texts live in contextsim.stubs (the skeleton renders them too); those this
 # module does not use stay importable from it.
@@ -250,7 +244,7 @@ def _counts(
     forms: tuple[tuple[tuple[int, ...], ...], ...], cpt: float, low: float
 ) -> tuple[list[int], list[int]]:
     """count_tokens_approximately of every message (its LangChain form, see
-    skeleton.LangChainPiece) at `cpt` characters per token, and the messages holding a
+    langchain_form.LangChainPiece) at `cpt` characters per token, and the messages holding a
     LangChain message over `low` characters. One pass: it runs over the whole run."""
     ceil = math.ceil
     counts: list[int] = []

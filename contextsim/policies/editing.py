@@ -37,7 +37,7 @@ EMPTY_INPUT = "{}"
 """What a cleared tool-call input is counted as: an empty JSON object."""
 
 TOOL_PIECE = 3
-"""skeleton.LANGCHAIN_TYPES index of a ToolMessage."""
+"""langchain_form.LANGCHAIN_TYPES index of a ToolMessage."""
 
 
 def excluded(names: str, exclude: Sequence[str]) -> bool:

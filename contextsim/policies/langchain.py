@@ -2,7 +2,7 @@
 
 Both decide the way LangChain does, with `count_tokens_approximately` (4 characters per
 token rounded up per message, plus 3 tokens per message) applied to each message's
-LangChain form (skeleton.langchain_form), so the request they describe is, message for
+LangChain form (contextsim.langchain_form), so the request they describe is, message for
 message, the one LangChain builds; its size is still reported under the run's
 estimator. Where one saved message becomes several LangChain messages (parallel tool
 results in one message), they are kept, cleared or dropped together.
@@ -23,6 +23,13 @@ from itertools import accumulate
 
 from contextsim.accounting import Accountant
 from contextsim.estimators import MESSAGE_OVERHEAD
+from contextsim.langchain_form import (
+    APPROX_CHARS_PER_TOKEN,
+    APPROX_MESSAGE_TOKENS,
+    LANGCHAIN_TYPES,
+    LangChainPiece,
+    approx_count,
+)
 from contextsim.policies.base import Context, Plan, no_statics
 from contextsim.policies.cuts import leading_system
 from contextsim.policies.editing import (
@@ -33,17 +40,7 @@ from contextsim.policies.editing import (
     clearing_statics,
     excluded,
 )
-from contextsim.skeleton import (
-    APPROX_CHARS_PER_TOKEN,
-    APPROX_MESSAGE_TOKENS,
-    LANGCHAIN_TYPES,
-    LangChainPiece,
-    Skeleton,
-    approx_count,
-    approx_tokens,
-    langchain_pieces,
-    prefix_sums,
-)
+from contextsim.skeleton import Skeleton, approx_tokens, langchain_pieces, prefix_sums
 
 LANGCHAIN_PLACEHOLDER = "[cleared]"
 """langchain.agents.middleware.context_editing.DEFAULT_TOOL_PLACEHOLDER."""

@@ -2,7 +2,7 @@
 LangChain functions they model, on hundreds of seeded random histories.
 
 Each history is built once as a contextsim Run and once as LangChain messages (the form
-skeleton.langchain_form describes); for every request, the messages LangChain keeps,
+contextsim.langchain_form describes); for every request, the messages LangChain keeps,
 drops or clears must be exactly the ones the policy's plan keeps, drops or clears.
 """
 
