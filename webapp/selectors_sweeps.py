@@ -4,6 +4,7 @@ shows it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -11,6 +12,7 @@ from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquer
 from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.urls import reverse
+from django.utils import timezone
 
 from contextsim.sweep import Config, Outcome, Totals, totals
 from webapp.models import Run, Sweep, SweepCell
@@ -123,11 +125,17 @@ def sweep_list(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Sweep]:
     )
 
 
+STALLED_AFTER = timedelta(seconds=30)
+"""No cell taken this long after the sweep started: say that no worker seems to run."""
+
+
 @dataclass(frozen=True, slots=True)
 class Progress:
     done: int
     failed: int
     total: int
+    stalled: bool
+    """No worker has taken any cell yet, STALLED_AFTER since the sweep started."""
 
     @property
     def finished(self) -> bool:
@@ -141,5 +149,8 @@ def sweep_progress(sweep: Sweep) -> Progress:
         total=Count("pk"),
         done=Count("pk", filter=Q(status=status.DONE)),
         failed=Count("pk", filter=Q(status=status.FAILED)),
+        queued=Count("pk", filter=Q(status=status.QUEUED)),
     )
-    return Progress(found["done"], found["failed"], found["total"])
+    idle = found["queued"] == found["total"] > 0
+    stalled = idle and timezone.now() - sweep.created > STALLED_AFTER
+    return Progress(found["done"], found["failed"], found["total"], stalled)

@@ -215,3 +215,17 @@ def test_a_cell_that_crashes_is_failed_and_the_sweep_still_finishes(
     assert sweep.finished is not None
     html = alice_client.get(reverse("sweep", args=[sweep.public_id])).content.decode()
     assert "every cell failed" in html and "waiting for the workers" not in html
+
+
+def test_a_sweep_no_worker_takes_says_so_after_a_while(alice_client, fleet, queued):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    _post(alice_client, fleet[:1], policies=["mythex"], budgets="20000")
+    sweep = Sweep.objects.get()
+    url = reverse("sweep", args=[sweep.public_id])
+    assert "No worker has taken a cell yet" not in alice_client.get(url).content.decode()
+    Sweep.objects.filter(pk=sweep.pk).update(created=timezone.now() - timedelta(minutes=1))
+    polled = alice_client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "No worker has taken a cell yet: is a Celery worker running?" in polled
