@@ -22,7 +22,7 @@ from langchain_core.messages import (
 )
 
 from contextsim.formats import IMPORTERS, parse_stream
-from contextsim.formats.base import FormatError, ParsedFile, Source, read_source
+from contextsim.formats.base import FormatError, read_source
 from contextsim.formats.langchain import LangChainImporter
 from contextsim.model import (
     ImagePart,
@@ -35,24 +35,14 @@ from contextsim.model import (
     tool_rounds,
 )
 from tests.core.formats import test_openhands, test_swe_agent
+from tests.core.formats.examples import Examples
 from tests.core.formats.test_swe_agent import corpus_logs, read
 
 LANGCHAIN = LangChainImporter()
 
 
-def source(data: Any, name: str = "state.json") -> Source:
-    raw = data if isinstance(data, bytes) else json.dumps(data).encode()
-    return read_source(name, io.BytesIO(raw))
-
-
-def parse(data: Any) -> ParsedFile:
-    return LANGCHAIN.parse(source(data))
-
-
-def error(data: Any) -> str:
-    with pytest.raises(FormatError) as err:
-        parse(data)
-    return str(err.value)
+EXAMPLES = Examples(LANGCHAIN, "state.json")
+source, parse, error = EXAMPLES.source, EXAMPLES.parse, EXAMPLES.error
 
 
 def lines(entries: list[dict[str, Any]]) -> bytes:

@@ -12,7 +12,7 @@ import pytest
 
 from contextsim.estimators import ESTIMATORS
 from contextsim.formats import IMPORTERS, parse_path, parse_stream
-from contextsim.formats.base import FormatError, ParsedFile, Source, read_source
+from contextsim.formats.base import FormatError, ParsedFile, read_source
 from contextsim.formats.openhands import OpenHandsImporter
 from contextsim.model import (
     ImagePart,
@@ -25,24 +25,14 @@ from contextsim.model import (
     steps,
     tool_rounds,
 )
+from tests.core.formats.examples import Examples
 from tests.core.formats.test_swe_agent import corpus_logs, handwritten_examples, read
 
 OPENHANDS = OpenHandsImporter()
 
 
-def source(data: Any, name: str = "events.json") -> Source:
-    raw = data if isinstance(data, bytes) else json.dumps(data).encode()
-    return read_source(name, io.BytesIO(raw))
-
-
-def parse(data: Any) -> ParsedFile:
-    return OPENHANDS.parse(source(data))
-
-
-def error(data: Any) -> str:
-    with pytest.raises(FormatError) as err:
-        parse(data)
-    return str(err.value)
+EXAMPLES = Examples(OPENHANDS, "events.json")
+source, parse, error = EXAMPLES.source, EXAMPLES.parse, EXAMPLES.error
 
 
 def say(event_id: int, text: str, who: str = "user", **args: Any) -> dict[str, Any]:

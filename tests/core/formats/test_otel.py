@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import HumanMessage, messages_to_dict
 
 from contextsim.formats import IMPORTERS, parse_stream
-from contextsim.formats.base import FormatError, ParsedFile, Source, read_source
+from contextsim.formats.base import FormatError, read_source
 from contextsim.formats.otel import OTelImporter
 from contextsim.model import (
     ImagePart,
@@ -26,6 +26,7 @@ from contextsim.model import (
     steps,
     tool_rounds,
 )
+from tests.core.formats.examples import Examples
 from tests.core.formats.test_langchain import other_examples, shapes
 from tests.core.formats.test_swe_agent import corpus_logs, read
 
@@ -80,19 +81,8 @@ def export(*spans: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def source(data: Any, name: str = "traces.json") -> Source:
-    raw = data if isinstance(data, bytes) else json.dumps(data, indent=1).encode()
-    return read_source(name, io.BytesIO(raw))
-
-
-def parse(data: Any) -> ParsedFile:
-    return OTEL.parse(source(data))
-
-
-def error(data: Any) -> str:
-    with pytest.raises(FormatError) as err:
-        parse(data)
-    return str(err.value)
+EXAMPLES = Examples(OTEL, "traces.json", indent=1)
+source, parse, error = EXAMPLES.source, EXAMPLES.parse, EXAMPLES.error
 
 
 def text(role: str, content: str) -> dict[str, Any]:

@@ -30,23 +30,13 @@ from tests.core.formats import (
     test_native,
     test_openai,
 )
+from tests.core.formats.examples import Examples
 
 SWE = SWEAgentImporter()
 
 
-def source(data: Any, name: str = "django__django-1.traj") -> Source:
-    raw = data if isinstance(data, bytes) else json.dumps(data).encode()
-    return read_source(name, io.BytesIO(raw))
-
-
-def parse(data: Any, name: str = "django__django-1.traj") -> ParsedFile:
-    return SWE.parse(source(data, name))
-
-
-def error(data: Any) -> str:
-    with pytest.raises(FormatError) as err:
-        parse(data)
-    return str(err.value)
+EXAMPLES = Examples(SWE, "django__django-1.traj")
+source, parse, error = EXAMPLES.source, EXAMPLES.parse, EXAMPLES.error
 
 
 TASK = "We're solving this issue:\nISSUE:\nQuerySet.count() is slow\nDetails follow.\n"
