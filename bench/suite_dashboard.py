@@ -39,8 +39,8 @@ def _say(text: str) -> None:
     print(f"  {text}", file=sys.stderr, flush=True)
 
 
-def _setup(data_dir: str) -> str:
-    """Django on a fresh SQLite database holding the generated run; returns its id."""
+def start_django(data_dir: str) -> None:
+    """Django in this process on a fresh, migrated SQLite database under `data_dir`."""
     os.environ["CONTEXTSIM_DATA_DIR"] = data_dir
     os.environ.pop("DATABASE_URL", None)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
@@ -49,11 +49,16 @@ def _setup(data_dir: str) -> str:
     django.setup()
     from django.core.management import call_command
 
+    call_command("migrate", verbosity=0)
+
+
+def _setup(data_dir: str) -> str:
+    """Django on a fresh SQLite database holding the generated run; returns its id."""
+    start_django(data_dir)
     from contextsim.formats import ParsedFile
     from webapp.models import Visibility
     from webapp.services.imports import save_parsed
 
-    call_command("migrate", verbosity=0)
     started = time.perf_counter()
     run = long_run(STEPS)
     (stored,) = save_parsed(

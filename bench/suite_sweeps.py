@@ -19,7 +19,7 @@ import tempfile
 import time
 
 from bench.report import Figure
-from bench.suite_dashboard import ROOT, _free_port, _say, _wait
+from bench.suite_dashboard import ROOT, _free_port, _say, _wait, start_django
 from bench.synthetic import long_run
 
 POLICIES = ("turns", "mythex", "deepagents")
@@ -29,20 +29,12 @@ BUDGETS = (100_000, 200_000, 400_000, 800_000)
 def _setup(data_dir: str) -> tuple[list[str], str]:
     """Django on a fresh SQLite database with the fleet and the long run; returns the
     fleet's run ids and the long run's."""
-    os.environ["CONTEXTSIM_DATA_DIR"] = data_dir
-    os.environ.pop("DATABASE_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
+    start_django(data_dir)
     from contextsim.demo import demo_runs
     from contextsim.formats import ParsedFile
     from webapp.models import Visibility
     from webapp.services.imports import save_parsed
 
-    call_command("migrate", verbosity=0)
     started = time.perf_counter()
     fleet = save_parsed(
         ParsedFile("demo", demo_runs("subagents")),
