@@ -85,7 +85,19 @@ def composition_figure(
         traces.append(_line(f"sent by {other.policy}", steps, ys, "#E7298A", "dash"))
     traces.append(_markers(sim, problems))
     top = max((y or 0 for t in traces for y in t["y"]), default=0)
-    return {"data": traces, "layout": _layout(sim, top)}
+    layout = _layout(sim, top)
+    if len(steps) == 1:
+        # One request draws no line and no area: show its values as points, centred.
+        for trace in traces:
+            trace["mode"] = "markers"
+            colour = (
+                trace.get("fillcolor") or trace["line"].get("color") if "line" in trace else None
+            )
+            trace.setdefault("marker", {"size": 10, "color": colour})
+        layout["xaxis"]["range"] = [-0.5, 0.5]
+    if len(sim.records) <= 10:
+        layout["xaxis"]["dtick"] = 1  # whole steps, not 0.2, 0.4, ...
+    return {"data": traces, "layout": layout}
 
 
 def _area(name: str, x: list[int], y: list[int], colour: str) -> dict[str, Any]:

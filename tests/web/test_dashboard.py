@@ -228,3 +228,17 @@ def test_parameters_a_policy_cannot_work_with_are_a_clear_400(alice_client, run,
         assert response.status_code == 400 and message in response.content.decode()
     collection_less = get(alice_client, "export", run, "csv", **query)
     assert collection_less.status_code == 400 and message in collection_less.json()["error"]
+
+
+def test_a_run_of_one_request_is_drawn_as_points_on_whole_steps(alice, alice_client):
+    one = {
+        "contextsim": 1,
+        "runs": [{"title": "one", "messages": [{"role": "user", "content": "hi"}]}],
+    }
+    import_bytes(alice, "one.json", json.dumps(one).encode())
+    page = get(alice_client, "run", Run.objects.get(title="one")).content.decode()
+    figure = json.loads(
+        page.split('id="figure-data" type="application/json">')[1].split("</script>")[0]
+    )
+    assert all(t["mode"] == "markers" for t in figure["data"])
+    assert figure["layout"]["xaxis"]["dtick"] == 1
