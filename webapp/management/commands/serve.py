@@ -54,19 +54,21 @@ class Command(BaseCommand):
         # Stopped by SIGTERM (kill, a service manager), leave the way Ctrl-C does, so
         # the worker is stopped too rather than left running on its own.
         signal.signal(signal.SIGTERM, _exit)
+        from waitress import create_server
+
+        from webapp.wsgi import application
+
+        server = create_server(
+            application,
+            host=options["host"],
+            port=options["port"],
+            threads=options["threads"],
+            ident="contextsim",
+        )
         try:
-            from waitress import serve
-
-            from webapp.wsgi import application
-
-            serve(
-                application,
-                host=options["host"],
-                port=options["port"],
-                threads=options["threads"],
-                ident="contextsim",
-            )
+            server.run()
         finally:
+            server.close()  # free the port at once, not after the worker has stopped
             if worker is not None:
                 worker.terminate()
                 worker.wait(timeout=20)
