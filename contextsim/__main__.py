@@ -1,3 +1,5 @@
+"""`python -m contextsim`: the command line (contextsim.cli)."""
+
 import sys
 
 from contextsim.cli import main

@@ -20,8 +20,8 @@ operations are ~1 ns per byte, so the text is read as UTF-16 (every BMP characte
 Code points in a key's range that do not share one class are RARE (resolved one by one
 by contextsim.scripts, only when present), or, where one class has at most two
 exceptions, counted with str.count (SINGLETONS). The tables are built from
-scripts.RANGES at import (a few ms); the tests compare every code point's class here
-with scripts.range_class.
+script_table.RANGES at import (a few ms); the tests compare every code point's class
+here with script_table.range_class.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from contextsim.scripts import MARK, RANGES, SCRIPTS, range_class
+from contextsim.script_table import MARK, RANGES, SCRIPTS, range_class
 
 RARE = "rare"
 """Class of characters whose key does not decide their script (classified one by one)."""

@@ -1,3 +1,5 @@
+"""The Django application of contextsim (its models, templates and commands)."""
+
 from django.apps import AppConfig
 
 

@@ -1,3 +1,5 @@
+"""The WSGI application, as `manage.py serve` and any WSGI server run it."""
+
 import os
 
 from django.core.wsgi import get_wsgi_application

@@ -9,7 +9,7 @@ import pytest
 
 from contextsim.estimators import ESTIMATORS
 from webapp.models import ImportJob, Message, Run, Upload
-from webapp.selectors import request_rows
+from webapp.selectors.estimators import request_rows
 from webapp.services.imports import run_import, store_upload
 
 NATIVE = {

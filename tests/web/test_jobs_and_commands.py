@@ -21,17 +21,18 @@ from contextsim.formats import parse_path
 from tests.conftest import ROOT
 from tests.web.test_import_service import NATIVE, import_bytes
 from tests.web.test_pages import upload
-from webapp import views
+from webapp import tasks
 from webapp.models import ImportJob, Run, Upload
 from webapp.services.imports import run_import
+from webapp.views import runs as run_views
 
 pytestmark = pytest.mark.django_db
 
 
 def test_large_upload_is_queued_for_a_worker_and_its_status_polls(alice_client, monkeypatch):
     queued: list[int] = []
-    monkeypatch.setattr(views, "SYNC_IMPORT_BYTES", 10)
-    monkeypatch.setattr(views.tasks.import_upload, "delay", queued.append)
+    monkeypatch.setattr(run_views, "SYNC_IMPORT_BYTES", 10)
+    monkeypatch.setattr(tasks.import_upload, "delay", queued.append)
     page = upload(alice_client, ("big.json", json.dumps(NATIVE).encode())).content.decode()
     job = ImportJob.objects.get()
     assert queued == [job.pk] and job.status == "queued"

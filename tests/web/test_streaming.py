@@ -223,26 +223,25 @@ def test_the_runs_list_marks_a_live_run(key, live, alice):
 
 
 def test_a_skeleton_built_while_the_run_grows_is_not_kept(key, live, monkeypatch):
-    from webapp import analysis
-    from webapp.services import skeletons
+    from webapp import derived
 
     client, run_id = live
     _append(client, key, run_id, [{"role": "user", "content": "go"}, *_round(0)])
     run = Run.objects.get(public_id=run_id)
     RunSkeleton.objects.filter(run=run).delete()
-    real = skeletons.stored_run
+    real = derived.stored_run
 
     def read_then_grow(stored):
         found = real(stored)  # the messages as they were ...
         _append(client, key, run_id, _round(1))  # ... and an append commits meanwhile
         return found
 
-    monkeypatch.setattr(skeletons, "stored_run", read_then_grow)
-    analysis.skeleton_of(run, "chars4")
+    monkeypatch.setattr(derived, "stored_run", read_then_grow)
+    derived.skeleton_of(run, "chars4")
     assert not RunSkeleton.objects.filter(run=run).exists()
-    monkeypatch.setattr(skeletons, "stored_run", real)
+    monkeypatch.setattr(derived, "stored_run", real)
     run.refresh_from_db()
-    fresh = analysis.skeleton_of(run, "chars4")
+    fresh = derived.skeleton_of(run, "chars4")
     assert fresh.size == 5 == run.message_count
     assert RunSkeleton.objects.get(run=run, estimator="chars4").revision == run.revision
 

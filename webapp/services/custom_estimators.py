@@ -5,11 +5,11 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 
 from contextsim.estimators import ESTIMATORS, count_message
-from contextsim.fit import CustomEstimator, Rates, fit_rates, mean_abs_error
+from contextsim.fit import CustomEstimator, fit_rates, mean_abs_error
 from contextsim.model import Run as CoreRun
 from contextsim.model import steps
+from webapp.derived import stored_run
 from webapp.models import CustomRates, Run
-from webapp.services.skeletons import stored_run
 
 
 def _errors(run: CoreRun, estimator: object) -> float:
@@ -35,7 +35,3 @@ def fit_from_run(run: Run, owner: AbstractBaseUser | None) -> CustomRates:
     saved.requests = sum(1 for s in steps(core) if s.usage is not None)
     saved.save()
     return saved
-
-
-def as_estimator(row: CustomRates) -> CustomEstimator:
-    return CustomEstimator(row.estimator_name, Rates(dict(row.rates)), row.label)

@@ -1,5 +1,5 @@
-"""Sweeps: create one with a cell per (run, configuration), fan the cells out to the
-workers, and compute a cell (what a worker does)."""
+"""Sweeps: create one with a cell per (run, configuration) (webapp.tasks.queue_sweep
+fans them out to the workers), and compute a cell (what a worker does)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from django.utils import timezone
 from contextsim.problems import detect
 from contextsim.simulate import simulate
 from contextsim.sweep import Config, outcome
-from webapp import analysis, selectors
+from webapp.derived import skeleton_of
 from webapp.models import Run, Sweep, SweepCell
+from webapp.selectors.estimators import estimators_for
 
 OPEN = (SweepCell.Status.QUEUED, SweepCell.Status.RUNNING)
 logger = logging.getLogger(__name__)
@@ -32,8 +33,8 @@ def create_sweep(
     hard_limit: int,
     title: str = "",
 ) -> Sweep:
-    """Save a sweep and its queued cells (all or nothing) and, once that is committed,
-    queue one task per cell."""
+    """Save a sweep and its queued cells, all or nothing. The caller queues them
+    (webapp.tasks.queue_sweep)."""
     if not runs:
         raise ValueError("runs: choose at least one run")
     sweep = Sweep.objects.create(
@@ -44,11 +45,9 @@ def create_sweep(
         configs=[c.to_dict() for c in configs],
     )
     sweep.runs.set(runs)
-    cells = SweepCell.objects.bulk_create(
+    SweepCell.objects.bulk_create(
         SweepCell(sweep=sweep, run=run, config=i) for run in runs for i in range(len(configs))
     )
-    ids = [c.pk for c in cells]
-    transaction.on_commit(lambda: _enqueue(ids))
     return sweep
 
 
@@ -56,13 +55,6 @@ def _title(runs: Sequence[Run], configs: Sequence[Config]) -> str:
     policies = ", ".join(dict.fromkeys(c.policy for c in configs))
     what = runs[0].title if len(runs) == 1 else f"{len(runs)} runs"
     return f"{policies} over {what}"
-
-
-def _enqueue(cell_ids: list[int]) -> None:
-    from webapp.tasks import run_sweep_cell
-
-    for cell_id in cell_ids:
-        run_sweep_cell.delay(cell_id)
 
 
 def run_cell(cell_id: int) -> None:
@@ -77,10 +69,10 @@ def run_cell(cell_id: int) -> None:
     sweep = cell.sweep
     try:
         config = Config.from_dict(sweep.configs[cell.config])
-        counter = selectors.estimators_for(sweep.owner).get(sweep.estimator)
+        counter = estimators_for(sweep.owner).get(sweep.estimator)
         if counter is None:
             raise ValueError(f"estimator {sweep.estimator} no longer exists")
-        sk = analysis.skeleton_of(cell.run, sweep.estimator, counter)
+        sk = skeleton_of(cell.run, sweep.estimator, counter)
         sim = simulate(
             sk,
             config.policy,

@@ -11,9 +11,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Q
 
 from contextsim.sweep import SweepError, grid, parse_budgets, parse_settings
-from webapp import selectors, selectors_sweeps
+from webapp import tasks
 from webapp.management.owners import command_owner
 from webapp.models import Run
+from webapp.selectors import runs as run_selectors
+from webapp.selectors import sweeps as sweep_selectors
+from webapp.selectors.estimators import estimators_for
 from webapp.services import sweeps
 
 
@@ -41,7 +44,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         owner = command_owner(options["owner"])
         runs = self._runs(owner, options["run"], options["collection"])
-        estimators = selectors.estimators_for(owner)
+        estimators = estimators_for(owner)
         if options["estimator"] not in estimators:
             raise CommandError(
                 f"unknown estimator {options['estimator']!r}; expected one of "
@@ -63,6 +66,7 @@ class Command(BaseCommand):
             hard_limit=options["hard_limit"],
             title=options["title"],
         )
+        tasks.queue_sweep(sweep)
         self.stderr.write(f"sweep {sweep.public_id}: {len(runs)} runs x {len(configs)} configs")
         if not options["wait"]:
             self.stdout.write(f"/sweeps/{sweep.public_id}/")
@@ -82,7 +86,7 @@ class Command(BaseCommand):
         if not run_ids and not collection_ids:
             raise CommandError("no run given: give --run or --collection public ids")
         wanted = Q(public_id__in=run_ids) | Q(collection__public_id__in=collection_ids)
-        found = selectors.visible_runs(owner).filter(wanted).select_related("collection")
+        found = run_selectors.visible_runs(owner).filter(wanted).select_related("collection")
         runs = list(found.order_by("id"))
         missing = sorted(set(run_ids) - {r.public_id for r in runs})
         seen = {r.collection.public_id for r in runs if r.collection}
@@ -93,10 +97,10 @@ class Command(BaseCommand):
             )
         return runs
 
-    def _follow(self, sweep: Any, timeout: float) -> selectors_sweeps.SweepView:
+    def _follow(self, sweep: Any, timeout: float) -> sweep_selectors.SweepView:
         deadline = time.monotonic() + timeout
         while True:
-            view = selectors_sweeps.sweep_view(sweep)
+            view = sweep_selectors.sweep_view(sweep)
             self.stderr.write(f"{view.done + view.failed} of {view.total} cells")
             if view.finished:
                 return view
@@ -107,7 +111,7 @@ class Command(BaseCommand):
             time.sleep(0.5)
 
 
-def _as_json(view: selectors_sweeps.SweepView) -> dict[str, Any]:
+def _as_json(view: sweep_selectors.SweepView) -> dict[str, Any]:
     return {
         "sweep": view.sweep.public_id,
         "cells": view.total,

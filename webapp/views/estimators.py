@@ -1,5 +1,5 @@
-"""Estimator comparison pages: a run's text by script, its requests against measured
-usage, and a playground for any text."""
+"""Estimator pages: a run's text by script, its requests' estimates against measured
+usage, fitting a custom estimator, and a playground for any text."""
 
 from __future__ import annotations
 
@@ -12,45 +12,19 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from contextsim.estimator_report import REFERENCES, compare_text, signed_error
+from contextsim.estimator_report import REFERENCES, compare_text
 from contextsim.estimators import ESTIMATORS
 from contextsim.fit import MIN_REQUESTS
 from contextsim.scripts import segments
-from webapp import selectors, share_grants
-from webapp.charts import estimates_figure
+from webapp import share_grants
+from webapp.charts.estimates import estimates_figure
+from webapp.derived import estimator_report
+from webapp.selectors import estimators, runs
+from webapp.selectors.estimators import script_rows
 from webapp.services import custom_estimators
-from webapp.services.estimator_reports import estimator_report
 
 HIGHLIGHT_CHARS = 20_000
 MAX_TEXT = 2_000_000
-
-
-def script_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per script (then the total): figures and each estimator's signed error."""
-    rows = []
-    for script, row in [*report["scripts"].items(), ("total", report["total"])]:
-        estimates = []
-        for name in ESTIMATORS:
-            error = signed_error(row.get(name, 0), row["reference"])
-            estimates.append(
-                {
-                    "name": name,
-                    "tokens": row.get(name, 0),
-                    "error": error,
-                    "width": min(abs(error or 0) * 100, 100),
-                }
-            )
-        per_token = row["chars"] / row["reference"] if row["reference"] else None
-        rows.append(
-            {
-                "script": script,
-                "chars": row["chars"],
-                "reference": row["reference"],
-                "per_token": per_token,
-                "estimates": estimates,
-            }
-        )
-    return rows
 
 
 def _reference(request: HttpRequest) -> tuple[str, str]:
@@ -61,8 +35,21 @@ def _reference(request: HttpRequest) -> tuple[str, str]:
 
 
 @require_GET
+def run_requests(request: HttpRequest, public_id: str) -> HttpResponse:
+    """Every request's estimated size by each estimator beside its measured usage."""
+    run = runs.get_run(request.user, public_id, share_grants.held(request))
+    context = {
+        "run": run,
+        "rows": estimators.request_rows(run),
+        "estimators": list(ESTIMATORS.values()),
+        "siblings": runs.siblings(request.user, run),
+    }
+    return render(request, "estimators/requests.html", context)
+
+
+@require_GET
 def run_estimators(request: HttpRequest, public_id: str) -> HttpResponse:
-    run = selectors.get_run(request.user, public_id, share_grants.held(request))
+    run = runs.get_run(request.user, public_id, share_grants.held(request))
     reference, error = _reference(request)
     try:
         budget = int(request.GET.get("budget") or 400_000)
@@ -70,7 +57,7 @@ def run_estimators(request: HttpRequest, public_id: str) -> HttpResponse:
             raise ValueError
     except ValueError:
         budget, error = 400_000, "budget: expected a positive whole number of tokens"
-    rows = selectors.request_rows(run)
+    rows = estimators.request_rows(run)
     misses = [
         {"step": r.step, "estimator": name, "estimate": r.estimates[name], "measured": r.measured}
         for r in rows
@@ -90,19 +77,19 @@ def run_estimators(request: HttpRequest, public_id: str) -> HttpResponse:
         "miss_count": len(misses),
         "figure": estimates_figure(rows, budget),
         "measured": any(r.measured for r in rows),
-        "fitted": selectors.custom_rates(request.user),
+        "fitted": estimators.custom_rates(request.user),
         "measured_requests": sum(1 for r in rows if r.measured),
         "min_requests": MIN_REQUESTS,
         "can_fit": request.user.is_authenticated
         and (run.owner_id == request.user.pk or run.visibility == "public"),
     }
-    return render(request, "estimators_run.html", context, status=400 if error else 200)
+    return render(request, "estimators/run.html", context, status=400 if error else 200)
 
 
 @login_required
 @require_POST
 def fit_custom(request: HttpRequest, public_id: str) -> HttpResponse:
-    run = selectors.get_run(request.user, public_id)
+    run = runs.get_run(request.user, public_id)
     try:
         custom_estimators.fit_from_run(run, request.user)
     except ValueError as exc:
@@ -134,5 +121,5 @@ def playground(request: HttpRequest) -> HttpResponse:
         shown = text[:HIGHLIGHT_CHARS]
         context["pieces"] = [(script, shown[a:b]) for script, a, b in segments(shown)]
         context["cut"] = len(text) > HIGHLIGHT_CHARS
-    template = "playground.html#result" if request.htmx else "playground.html"
+    template = "estimators/playground.html#result" if request.htmx else "estimators/playground.html"
     return render(request, template, context, status=400 if error else 200)

@@ -8,36 +8,38 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from contextsim.policies import POLICIES
-from webapp import analysis, selectors
-from webapp.fleet import analyse_fleet, fleet_figure
-from webapp.views_dashboard import push_canonical
+from webapp import viewstate
+from webapp.charts.fleet import fleet_figure
+from webapp.selectors import estimators, runs
+from webapp.selectors.fleet import analyse_fleet
+from webapp.views.dashboard import push_canonical
 
 
 @require_GET
 def collection(request: HttpRequest, public_id: str) -> HttpResponse:
-    found, runs = selectors.get_collection(request.user, public_id)
-    estimators = selectors.estimators_for(request.user)
+    found, members = runs.get_collection(request.user, public_id)
+    choices = estimators.estimators_for(request.user)
     context: dict[str, object] = {
         "collection": found,
-        "runs": runs,
+        "runs": members,
         "policies": POLICIES,
-        "estimators": estimators,
-        "form": analysis.form_values(request.GET),
+        "estimators": choices,
+        "form": viewstate.form_values(request.GET),
         "can_sweep": request.user.is_authenticated,
     }
     status = 200
     try:
-        state = analysis.read_state(request.GET, estimators)
-    except analysis.BadQuery as exc:
+        state = viewstate.read_state(request.GET, choices)
+    except viewstate.BadQuery as exc:
         context["error"], status = str(exc), 400
     else:
-        fleet = analyse_fleet(runs, state, estimators)
+        fleet = analyse_fleet(members, state, choices)
         context.update(
             {
                 "state": state,
                 "fleet": fleet,
                 "figure": fleet_figure(fleet, state),
-                "params": analysis.param_controls(state),
+                "params": viewstate.param_controls(state),
                 "permalink": state.query(),
             }
         )

@@ -1,16 +1,22 @@
-"""Building a stored run's skeleton for an estimator that has none yet (runs imported
-before skeletons were stored, or an estimator added later): read the messages back
-into a core run once, count, and keep the result."""
+"""Data derived from a stored run and kept beside it: its skeleton per estimator and
+its estimator comparison. Neither is a source of truth: each is computed from the
+stored messages on first use and kept, so a dropped one simply comes back. Selectors
+and services both read through here; it imports only the models and the core."""
 
 from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
 
 from django.db import IntegrityError, transaction
 
 from contextsim import model as core
 from contextsim import skeleton
-from contextsim.estimators import Estimator, seed_counts
+from contextsim.estimator_report import compare_text, run_text
+from contextsim.estimators import ESTIMATORS, Estimator, seed_counts
 from contextsim.formats.native import parse_message
-from webapp.models import Message, Run, RunSkeleton
+from contextsim.skeleton import Skeleton, from_dict
+from webapp.models import EstimatorReport, Message, Run, RunSkeleton
 
 
 def stored_run(run: Run) -> core.Run:
@@ -78,4 +84,50 @@ def build_skeleton(run: Run, estimator: str, counter: Estimator) -> dict[str, ob
                 )
     except IntegrityError:
         pass  # another request built it at the same time
+    return data
+
+
+_CACHE: OrderedDict[tuple[str, str, int], Skeleton] = OrderedDict()
+_CACHE_SIZE = 64
+
+
+def skeleton_of(run: Run, estimator: str, counter: Estimator | None = None) -> Skeleton:
+    """The run's skeleton under `estimator`, kept in a small in-process cache keyed by
+    the run's public id (never reused, unlike a primary key after a deletion) and its
+    revision (so a run that grows is read again); built and stored when missing."""
+    key = (run.public_id, estimator, run.revision)
+    found = _CACHE.get(key)
+    if found is None:
+        row = RunSkeleton.objects.filter(
+            run=run, estimator=estimator, revision=run.revision
+        ).first()
+        data = (
+            row.data
+            if row is not None
+            else build_skeleton(run, estimator, counter or ESTIMATORS[estimator])
+        )
+        found = _CACHE[key] = from_dict(data)
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    _CACHE.move_to_end(key)
+    return found
+
+
+def estimator_report(run: Run, reference: str) -> dict[str, Any]:
+    """The run's comparison by script (see contextsim.estimator_report.compare_text),
+    computed once per reference and kept."""
+    found = EstimatorReport.objects.filter(run=run, reference=reference).first()
+    if found is not None and set(ESTIMATORS) <= set(found.data["total"]):
+        data: dict[str, Any] = found.data
+        return data
+    data = compare_text(run_text(stored_run(run)), reference)
+    if found is not None:
+        # An estimator was added since: the stored comparison lacks it.
+        EstimatorReport.objects.filter(pk=found.pk).update(data=data)
+        return data
+    try:
+        with transaction.atomic():
+            EstimatorReport.objects.create(run=run, reference=reference, data=data)
+    except IntegrityError:
+        pass  # computed at the same time by another request
     return data

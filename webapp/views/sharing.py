@@ -12,14 +12,16 @@ from django.urls import Resolver404, resolve, reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from webapp import selectors, share_grants
+from webapp import share_grants
+from webapp.selectors import runs
+from webapp.selectors.sharing import active_share
 from webapp.services import sharing
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def share_page(request: HttpRequest, public_id: str) -> HttpResponse:
-    run = selectors.get_owned_run(request.user, public_id)
+    run = runs.get_owned_run(request.user, public_id)
     target = _target(run.public_id, request.GET.get("next", ""))
     if request.method == "POST":
         sharing.create_link(run, request.user)  # type: ignore[arg-type]
@@ -36,7 +38,7 @@ def share_page(request: HttpRequest, public_id: str) -> HttpResponse:
 @login_required
 @require_POST
 def revoke_share(request: HttpRequest, public_id: str, token: str) -> HttpResponse:
-    run = selectors.get_owned_run(request.user, public_id)
+    run = runs.get_owned_run(request.user, public_id)
     link = run.shares.filter(token=token).first()
     if link is None:
         raise Http404("no such share link")
@@ -46,7 +48,7 @@ def revoke_share(request: HttpRequest, public_id: str, token: str) -> HttpRespon
 
 @require_GET
 def open_share(request: HttpRequest, token: str) -> HttpResponse:
-    link = selectors.active_share(token)
+    link = active_share(token)
     share_grants.hold(request, link.token)
     target = _target(link.run.public_id, request.GET.get("next", ""))
     return redirect(target or reverse("run", args=[link.run.public_id]))

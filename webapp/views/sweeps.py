@@ -1,6 +1,6 @@
 """Sweeps: the list, the form that starts one, and its page (progress while workers
 compute the cells, then totals, charts and the run x configuration grid). HTTP only:
-the work is in webapp.services.sweeps and webapp.selectors."""
+the work is in webapp.services.sweeps and webapp.selectors.sweeps."""
 
 from __future__ import annotations
 
@@ -9,31 +9,33 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from webapp import selectors, selectors_sweeps
+from webapp import tasks
+from webapp.charts.sweeps import sweep_figures
 from webapp.forms import SweepForm
+from webapp.selectors import estimators, runs
+from webapp.selectors import sweeps as sweep_selectors
 from webapp.services import sweeps
-from webapp.sweep_charts import sweep_figures
 
 
 @login_required
 @require_GET
 def sweeps_list(request: HttpRequest) -> HttpResponse:
     return render(
-        request, "sweeps.html", {"sweeps": selectors_sweeps.sweep_list(request.user)[:200]}
+        request, "sweeps/list.html", {"sweeps": sweep_selectors.sweep_list(request.user)[:200]}
     )
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def new_sweep(request: HttpRequest) -> HttpResponse:
-    runs = list(selectors.search_runs(request.user).order_by("collection_id", "subagent", "id"))
-    estimators = list(selectors.estimators_for(request.user))
-    choices = [(r.public_id, r.title) for r in runs]
+    found = list(runs.search_runs(request.user).order_by("collection_id", "subagent", "id"))
+    names = list(estimators.estimators_for(request.user))
+    choices = [(r.public_id, r.title) for r in found]
     if request.method == "POST":
-        form = SweepForm(request.POST, runs=choices, estimators=estimators)
+        form = SweepForm(request.POST, runs=choices, estimators=names)
         if form.is_valid():
             data = form.cleaned_data
-            chosen = [r for r in runs if r.public_id in set(data["runs"])]
+            chosen = [r for r in found if r.public_id in set(data["runs"])]
             sweep = sweeps.create_sweep(
                 request.user,  # type: ignore[arg-type]
                 chosen,
@@ -42,14 +44,15 @@ def new_sweep(request: HttpRequest) -> HttpResponse:
                 hard_limit=data["hard_limit"],
                 title=data["title"],
             )
+            tasks.queue_sweep(sweep)
             return redirect("sweep", sweep.public_id)
         status = 400
     else:
-        initial = {"runs": selectors.preselected_runs(runs, request.GET)}
-        form = SweepForm(initial=initial, runs=choices, estimators=estimators)
+        initial = {"runs": runs.preselected_runs(found, request.GET)}
+        form = SweepForm(initial=initial, runs=choices, estimators=names)
         status = 200
-    groups = selectors.run_groups(runs)
-    return render(request, "sweep_new.html", {"form": form, "groups": groups}, status=status)
+    groups = runs.run_groups(found)
+    return render(request, "sweeps/new.html", {"form": form, "groups": groups}, status=status)
 
 
 @login_required
@@ -57,10 +60,12 @@ def new_sweep(request: HttpRequest) -> HttpResponse:
 def sweep_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     """While cells are open the page polls a small progress line; once they are all
     done that poll reloads the page, which then shows the charts and tables."""
-    sweep = selectors_sweeps.get_sweep(request.user, public_id)
-    progress = selectors_sweeps.sweep_progress(sweep)
+    sweep = sweep_selectors.get_sweep(request.user, public_id)
+    progress = sweep_selectors.sweep_progress(sweep)
     if request.htmx:
-        response = render(request, "sweep.html#progress", {"sweep": sweep, "progress": progress})
+        response = render(
+            request, "sweeps/detail.html#progress", {"sweep": sweep, "progress": progress}
+        )
         if progress.finished:
             response["HX-Refresh"] = "true"
         return response
@@ -70,7 +75,7 @@ def sweep_detail(request: HttpRequest, public_id: str) -> HttpResponse:
         "run_count": sweep.runs.count(),
     }
     if progress.finished:
-        view = selectors_sweeps.sweep_view(sweep)
+        view = sweep_selectors.sweep_view(sweep)
         figures = sweep_figures(view.configs, view.totals, sweep.hard_limit)
         context.update({"view": view, "figures": figures})
-    return render(request, "sweep.html", context)
+    return render(request, "sweeps/detail.html", context)

@@ -1,46 +1,16 @@
-"""A collection analysed as a fleet: every run of it simulated under one view state
-(policy, budget, estimator, ...), a row of figures per run, the totals, and one chart
-of what each run sends at each step."""
+"""The fleet chart of a collection: one line per run of what it sends at each step (the
+compared policy dotted), rejected steps marked, against the budget and the hard limit."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from contextsim.estimators import Estimator
-from contextsim.sweep import Outcome, Totals, outcome, totals
-from webapp.analysis import Analysis, ViewState, analyse
-from webapp.charts import limit_lines, plain, sampled_steps
-from webapp.models import Run
-from webapp.sweep_charts import POLICY_COLOURS
+from webapp.charts.composition import limit_lines, plain, sampled_steps
+from webapp.charts.sweeps import POLICY_COLOURS
 
-
-@dataclass(frozen=True, slots=True)
-class FleetRow:
-    run: Run
-    outcome: Outcome
-    other: Outcome | None
-    analysis: Analysis
-
-
-@dataclass(frozen=True, slots=True)
-class Fleet:
-    rows: list[FleetRow]
-    totals: Totals
-    other_totals: Totals | None
-
-
-def analyse_fleet(
-    runs: list[Run], state: ViewState, estimators: dict[str, Estimator] | None = None
-) -> Fleet:
-    """Simulate the state (and its compared policy) on every run."""
-    rows = []
-    for run in runs:
-        result = analyse(run, state, estimators)
-        other = outcome(result.other, []) if result.other is not None else None
-        rows.append(FleetRow(run, outcome(result.main, result.problems), other, result))
-    others = [r.other for r in rows if r.other is not None]
-    return Fleet(rows, totals(r.outcome for r in rows), totals(others) if others else None)
+if TYPE_CHECKING:
+    from webapp.selectors.fleet import Fleet
+    from webapp.viewstate import ViewState
 
 
 def fleet_figure(fleet: Fleet, state: ViewState) -> dict[str, Any]:
@@ -52,11 +22,11 @@ def fleet_figure(fleet: Fleet, state: ViewState) -> dict[str, Any]:
         steps = sampled_steps(sim, row.analysis.problems)
         colour = POLICY_COLOURS[i % len(POLICY_COLOURS)]
         name = plain(row.run.title[:40])
-        traces.append(_line(name, steps, [sim.records[k].sent for k in steps], colour, "solid"))
+        traces.append(_run_line(name, steps, [sim.records[k].sent for k in steps], colour, "solid"))
         other = row.analysis.other
         if other is not None:
             ys = [other.records[k].sent for k in steps]
-            traces.append(_line(name, steps, ys, colour, "dot", other.policy))
+            traces.append(_run_line(name, steps, ys, colour, "dot", other.policy))
         rejected = [k for k in steps if sim.records[k].rejected]
         if rejected:
             traces.append(
@@ -87,7 +57,7 @@ def fleet_figure(fleet: Fleet, state: ViewState) -> dict[str, Any]:
     }
 
 
-def _line(
+def _run_line(
     name: str, x: list[int], y: list[int], colour: str, dash: str, compared: str = ""
 ) -> dict[str, Any]:
     """A run's line; the compared policy's is dotted, in the run's colour, and shown or

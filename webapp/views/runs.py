@@ -1,4 +1,4 @@
-"""Views only do HTTP: read the request, call a selector or a service, render."""
+"""Runs: the list (search and filters), uploading files, and an import's status."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
-from contextsim.estimators import ESTIMATORS
-from webapp import selectors, share_grants, tasks
+from webapp import tasks
 from webapp.forms import UploadForm
 from webapp.models import ImportJob
+from webapp.selectors import runs
 from webapp.services import imports
 
 SYNC_IMPORT_BYTES = 2 * 1024 * 1024
@@ -22,14 +22,14 @@ SYNC_IMPORT_BYTES = 2 * 1024 * 1024
 def runs_list(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()
     fmt = request.GET.get("format", "").strip()
-    runs = selectors.search_runs(request.user, query, fmt)
+    found = runs.search_runs(request.user, query, fmt)
     context = {
-        "runs": runs[:500],
-        "total": runs.count(),
+        "runs": found[:500],
+        "total": found.count(),
         "query": query,
         "format": fmt,
-        "formats": selectors.run_formats(request.user),
-        "live_since": timezone.now() - selectors.LIVE_FOR,
+        "formats": runs.run_formats(request.user),
+        "live_since": timezone.now() - runs.LIVE_FOR,
     }
     template = "runs.html#run-table" if request.htmx else "runs.html"
     return render(request, template, context)
@@ -57,18 +57,5 @@ def upload(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def import_status(request: HttpRequest, public_id: str) -> HttpResponse:
-    job = selectors.get_job(request.user, public_id)
+    job = runs.get_job(request.user, public_id)
     return render(request, "upload.html#job", {"job": job})
-
-
-@require_GET
-def run_detail(request: HttpRequest, public_id: str) -> HttpResponse:
-    run = selectors.get_run(request.user, public_id, share_grants.held(request))
-    rows = selectors.request_rows(run)
-    context = {
-        "run": run,
-        "rows": rows,
-        "estimators": list(ESTIMATORS.values()),
-        "siblings": selectors.siblings(request.user, run),
-    }
-    return render(request, "run_requests.html", context)

@@ -1,5 +1,5 @@
-"""Selectors for sweeps: a user's sweeps with their progress, and one sweep as its page
-shows it."""
+"""Reading sweeps: a user's sweeps with their progress, and one sweep as its page shows
+it."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from contextsim.sweep import Config, Outcome, Totals, totals
 from webapp.models import Run, Sweep, SweepCell
+from webapp.viewstate import config_query
 
 
 def visible_sweeps(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Sweep]:
@@ -65,8 +66,6 @@ class SweepView:
 
 
 def sweep_view(sweep: Sweep) -> SweepView:
-    from webapp.analysis import config_query
-
     configs = [Config.from_dict(c) for c in sweep.configs]
     queries = [config_query(c, sweep.estimator, sweep.hard_limit) for c in configs]
     runs = {r.pk: r for r in sweep.runs.order_by("subagent", "title", "id")}

@@ -1,5 +1,6 @@
-"""The run dashboard, the step inspector and exports: HTTP only, the work is in
-webapp.analysis (simulations) and webapp.trace (rows and items)."""
+"""The run dashboard and what hangs off it: the live line, the ledger, the step
+inspector, one message's full text and the exports. HTTP only: the simulations are in
+webapp.selectors.analysis, the rows and items in webapp.selectors.trace."""
 
 from __future__ import annotations
 
@@ -12,15 +13,16 @@ from django.views.decorators.http import require_GET
 from contextsim.policies import POLICIES
 from contextsim.problems import KINDS as PROBLEM_KINDS
 from contextsim.report import simulation_summary
-from webapp import analysis, selectors, share_grants, trace
-from webapp.charts import ledger_figure
+from webapp import share_grants, viewstate
+from webapp.charts.ledger import ledger_figure
+from webapp.selectors import analysis, estimators, runs, trace
 
 PROBLEMS = 50
 """Problems listed at once; the filter by kind reaches the others."""
 
 
 def _context(request: HttpRequest, public_id: str) -> tuple[dict[str, object], int]:
-    run = selectors.get_run(request.user, public_id, share_grants.held(request))
+    run = runs.get_run(request.user, public_id, share_grants.held(request))
     owner = request.user.is_authenticated and run.owner_id == request.user.pk
     base: dict[str, object] = {
         "run": run,
@@ -28,16 +30,16 @@ def _context(request: HttpRequest, public_id: str) -> tuple[dict[str, object], i
         "can_sweep": request.user.is_authenticated and (owner or run.visibility == "public"),
         "policies": POLICIES,
         "query": request.GET,
-        "siblings": selectors.siblings(request.user, run),
+        "siblings": runs.siblings(request.user, run),
     }
-    base["live"] = selectors.is_live(run)
-    base["form"] = analysis.form_values(request.GET)
-    choices = selectors.estimators_for(request.user)
+    base["live"] = runs.is_live(run)
+    base["form"] = viewstate.form_values(request.GET)
+    choices = estimators.estimators_for(request.user)
     base["estimators"] = choices
     try:
-        state = analysis.read_state(request.GET, choices)
+        state = viewstate.read_state(request.GET, choices)
         result = analysis.analyse(run, state, choices)
-    except analysis.BadQuery as exc:
+    except viewstate.BadQuery as exc:
         return {**base, "error": str(exc)}, 400
     return {**base, "state": state, "result": result}, 200
 
@@ -48,7 +50,7 @@ def run_dashboard(request: HttpRequest, public_id: str) -> HttpResponse:
     if status == 200:
         result = context["result"]
         state = context["state"]
-        assert isinstance(result, analysis.Analysis) and isinstance(state, analysis.ViewState)
+        assert isinstance(result, analysis.Analysis) and isinstance(state, viewstate.ViewState)
         kind = request.GET.get("problem", "")
         pages = -(-len(result.main.records) // trace.PAGE)
         page = min(max(_int(request.GET.get("page"), 1), 1), max(pages, 1))
@@ -69,11 +71,11 @@ def run_dashboard(request: HttpRequest, public_id: str) -> HttpResponse:
                 ),
                 "page": page,
                 "pages": pages,
-                "params": analysis.param_controls(state),
+                "params": viewstate.param_controls(state),
                 "permalink": state.query(),
             }
         )
-    template = "run.html#analysis-response" if request.htmx else "run.html"
+    template = "dashboard/run.html#analysis-response" if request.htmx else "dashboard/run.html"
     response = render(request, template, context, status=status)
     if request.htmx and status == 200:
         push_canonical(request, response, str(context["permalink"]))
@@ -110,14 +112,16 @@ def step_inspector(request: HttpRequest, public_id: str, step: int) -> HttpRespo
         else:
             start = _int(request.GET.get("from"), 0)
             context.update(analysis.inspector_context(context["run"], result, step, start))
-    return render(request, "step.html", context, status=status)
+    return render(request, "dashboard/step.html", context, status=status)
 
 
 @require_GET
 def message_text(request: HttpRequest, public_id: str, index: int) -> HttpResponse:
-    run = selectors.get_run(request.user, public_id, share_grants.held(request))
-    message = selectors.get_message(run, index)
-    return render(request, "step.html#message-full", {"text": trace.message_text(message.parts)})
+    run = runs.get_run(request.user, public_id, share_grants.held(request))
+    message = runs.get_message(run, index)
+    return render(
+        request, "dashboard/step.html#message-full", {"text": trace.message_text(message.parts)}
+    )
 
 
 @require_GET
@@ -149,7 +153,7 @@ def ledger(request: HttpRequest, public_id: str) -> HttpResponse:
         assert isinstance(result, analysis.Analysis)
         context["ledger"] = ledger_figure(result.main)
         context["permalink"] = result.state.query()
-    template = "ledger.html#ledger" if request.htmx else "ledger.html"
+    template = "dashboard/ledger.html#ledger" if request.htmx else "dashboard/ledger.html"
     return render(request, template, context, status=status)
 
 
@@ -158,11 +162,11 @@ def run_live(request: HttpRequest, public_id: str) -> HttpResponse:
     """Polled while a run is live: nothing (204) while it has not changed since
     `revision`; else the live line again with an `HX-Trigger` that makes the controls
     redraw the analysis; once the run has stopped growing, a line that stops polling."""
-    run = selectors.get_run(request.user, public_id, share_grants.held(request))
-    live = selectors.is_live(run)
+    run = runs.get_run(request.user, public_id, share_grants.held(request))
+    live = runs.is_live(run)
     if live and str(run.revision) == request.GET.get("revision"):
         return HttpResponse(status=204)
-    response = render(request, "run.html#live", {"run": run, "live": live})
+    response = render(request, "dashboard/run.html#live", {"run": run, "live": live})
     if str(run.revision) != request.GET.get("revision"):
         response["HX-Trigger"] = "contextsim:grew"
     return response

@@ -1,9 +1,10 @@
-"""Selectors read: every query the views need, with visibility rules applied."""
+"""Reading runs: the ones a user may see, one run, its collection and siblings, its
+messages and import jobs, with the visibility rules applied (another's private run is
+a 404, never a 403)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -11,15 +12,11 @@ from django.db.models import Q, QuerySet
 from django.http import Http404, QueryDict
 from django.utils import timezone
 
-from contextsim.estimators import ESTIMATORS, Estimator
-from contextsim.model import request_bounds
 from webapp.models import (
     Collection,
-    CustomRates,
     ImportJob,
     Message,
     Run,
-    ShareLink,
     Visibility,
 )
 
@@ -93,14 +90,6 @@ def get_owned_run(user: AbstractBaseUser | AnonymousUser, public_id: str) -> Run
     return run
 
 
-def active_share(token: str) -> ShareLink:
-    link = ShareLink.objects.select_related("run").filter(token=token, revoked__isnull=True)
-    found = link.first()
-    if found is None:
-        raise Http404("this share link does not exist or was revoked")
-    return found
-
-
 def get_collection(
     user: AbstractBaseUser | AnonymousUser, public_id: str
 ) -> tuple[Collection, list[Run]]:
@@ -127,73 +116,11 @@ def get_job(user: AbstractBaseUser | AnonymousUser, public_id: str) -> ImportJob
     return job
 
 
-@dataclass(frozen=True, slots=True)
-class RequestRow:
-    """One request of a run: its history size and token figures."""
-
-    step: int
-    history: int
-    estimates: dict[str, int]
-    measured: int | None
-    response_kind: str
-    tools: str
-
-
-def request_rows(run: Run) -> list[RequestRow]:
-    """Per request: the estimated tokens of its history by every estimator (sums of the
-    counts stored at import) beside the measured context when the log has it."""
-    rows = list(
-        Message.objects.filter(run=run)
-        .order_by("index")
-        .values_list(
-            "role",
-            "kind",
-            "counts",
-            "usage_input",
-            "usage_cache_read",
-            "usage_cache_write",
-            "tool_names",
-        )
-    )
-    totals = {name: [0] for name in ESTIMATORS}
-    for row in rows:
-        for name, sums in totals.items():
-            sums.append(sums[-1] + int(row[2].get(name, 0)))
-    out = []
-    for k, (end, response) in enumerate(request_bounds([r[0] for r in rows])):
-        measured = None
-        kind, tools = "pending", ""
-        if response is not None:
-            _, kind, _, u_in, u_read, u_write, tools = rows[response]
-            if u_in is not None:
-                measured = u_in + (u_read or 0) + (u_write or 0)
-        estimates = {name: sums[end] for name, sums in totals.items()}
-        out.append(RequestRow(k, end, estimates, measured, kind, tools))
-    return out
-
-
 def get_message(run: Run, index: int) -> Message:
     message = Message.objects.filter(run=run, index=index).first()
     if message is None:
         raise Http404("no such message")
     return message
-
-
-def estimators_for(user: AbstractBaseUser | AnonymousUser) -> dict[str, Estimator]:
-    """The registered estimators and the user's own fitted ones, by name."""
-    from webapp.services.custom_estimators import as_estimator
-
-    found: dict[str, Estimator] = dict(ESTIMATORS)
-    if user.is_authenticated:
-        for row in CustomRates.objects.filter(owner=user).order_by("created"):
-            found[row.estimator_name] = as_estimator(row)
-    return found
-
-
-def custom_rates(user: AbstractBaseUser | AnonymousUser) -> list[CustomRates]:
-    if not user.is_authenticated:
-        return []
-    return list(CustomRates.objects.filter(owner=user).order_by("-created"))
 
 
 def preselected_runs(runs: list[Run], query: QueryDict) -> list[str]:

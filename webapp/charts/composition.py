@@ -1,4 +1,6 @@
-"""Plotly figures as plain JSON-ready dicts, drawn in the browser by plotly.js.
+"""The composition chart of a run: what each request sends, by kind and by disposition,
+against the budget and the hard limit, with problems marked (a plain JSON-ready dict,
+drawn in the browser by plotly.js); and the pieces the other charts share.
 
 Large runs are bucketed: with more steps than MAX_POINTS, each point is the largest
 request of its bucket (peaks are never hidden) and carries its real step number, so a
@@ -77,12 +79,12 @@ def composition_figure(
         if any(ys):
             label = {"cleared": "cleared (notes)", "offloaded": "offloaded (stubs)"}.get(key, key)
             traces.append(_area(label, steps, ys, colour))
-    traces.append(_line("full history (none)", steps, [r.full for r in records], "#444", "dot"))
+    traces.append(line("full history (none)", steps, [r.full for r in records], "#444", "dot"))
     if any(r.measured is not None for r in records):
-        traces.append(_line("measured", steps, [r.measured for r in records], "#7B3294", "solid"))
+        traces.append(line("measured", steps, [r.measured for r in records], "#7B3294", "solid"))
     if other is not None:
         ys = [other.records[k].sent for k in steps]
-        traces.append(_line(f"sent by {other.policy}", steps, ys, "#E7298A", "dash"))
+        traces.append(line(f"sent by {other.policy}", steps, ys, "#E7298A", "dash"))
     traces.append(_markers(sim, problems))
     top = max((y or 0 for t in traces for y in t["y"]), default=0)
     layout = _layout(sim, top)
@@ -114,7 +116,7 @@ def _area(name: str, x: list[int], y: list[int], colour: str) -> dict[str, Any]:
     }
 
 
-def _line(name: str, x: list[int], y: list[int | None], colour: str, dash: str) -> dict[str, Any]:
+def line(name: str, x: list[int], y: list[int | None], colour: str, dash: str) -> dict[str, Any]:
     return {
         "type": "scatter",
         "mode": "lines",
@@ -191,98 +193,4 @@ def limit_lines(budget: int, hard_limit: int) -> dict[str, list[dict[str, Any]]]
             {**label, "y": budget, "text": f"budget {budget:,}"},
             {**label, "y": hard_limit, "text": f"hard limit {hard_limit:,}"},
         ],
-    }
-
-
-LEDGER_ROWS = 150
-LEDGER_COLUMNS = 300
-LEDGER_CODES = {"k": 1, "c": 2, "t": 3, "s": 4, "o": 5}
-LEDGER_NAMES = ["not yet", "kept", "cleared", "truncated", "summarized", "offloaded"]
-LEDGER_COLOURS = ["#ffffff", "#56B4E9", "#E69F00", "#999999", "#CC79A7", "#F0E442"]
-
-
-def _spread(n: int, most: int) -> list[int]:
-    if n <= most:
-        return list(range(n))
-    return sorted({round(i * (n - 1) / (most - 1)) for i in range(most)})
-
-
-def ledger_figure(sim: Simulation) -> dict[str, Any]:
-    """Tool results x steps, coloured by each result's disposition at each step. Large
-    runs show evenly spread rows and columns (at most LEDGER_ROWS x LEDGER_COLUMNS)."""
-    sk, acct = sim.skeleton, sim.accountant
-    results = [i for i, n in enumerate(sk.result_count) if n]
-    rows = [results[j] for j in _spread(len(results), LEDGER_ROWS)]
-    steps = _spread(len(sim.records), LEDGER_COLUMNS)
-    z = [
-        [
-            LEDGER_CODES[acct.disposition(sim.records[k].plan, i)] if i < sim.records[k].end else 0
-            for k in steps
-        ]
-        for i in rows
-    ]
-    scale = []
-    for code, colour in enumerate(LEDGER_COLOURS):
-        scale += [[code / 6, colour], [(code + 1) / 6, colour]]
-    labels = [plain(f"#{i} {sk.tool_names[i] or 'result'} ({sk.tokens[i]:,} tokens)") for i in rows]
-    return {
-        "data": [
-            {
-                "type": "heatmap",
-                "z": z,
-                "x": steps,
-                "y": labels,
-                "zmin": 0,
-                "zmax": 6,
-                "colorscale": scale,
-                "showscale": False,
-                "xgap": 0,
-                "ygap": 0,
-                "customdata": [[LEDGER_NAMES[v] for v in row] for row in z],
-                "hovertemplate": "step %{x}<br>%{y}<br>%{customdata}<extra></extra>",
-            }
-        ],
-        "layout": {
-            "margin": {"l": 10, "r": 10, "t": 10, "b": 40},
-            "xaxis": {"title": {"text": "request (step)"}},
-            "yaxis": {
-                "showticklabels": False,
-                "autorange": "reversed",
-                "title": {"text": "tool results, oldest first"},
-            },
-            "height": max(220, min(12 * len(rows), 600)),
-        },
-    }
-
-
-def estimates_figure(rows: list[Any], budget: int) -> dict[str, Any]:
-    """Per request: every estimator's count of the history beside the measured usage,
-    with the budget line (rows from webapp.selectors.request_rows)."""
-    steps = [r.step for r in rows]
-    traces = []
-    palette = ["#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#999999"]
-    names = list(rows[0].estimates) if rows else []
-    for colour, name in zip(palette, names, strict=False):
-        traces.append(_line(name, steps, [r.estimates[name] for r in rows], colour, "solid"))
-    if any(r.measured is not None for r in rows):
-        traces.append(_line("measured", steps, [r.measured for r in rows], "#000000", "dot"))
-    hline = {
-        "type": "line",
-        "xref": "paper",
-        "x0": 0,
-        "x1": 1,
-        "y0": budget,
-        "y1": budget,
-        "line": {"color": "#0072B2", "dash": "dash"},
-    }
-    return {
-        "data": traces,
-        "layout": {
-            "margin": {"l": 60, "r": 20, "t": 20, "b": 40},
-            "hovermode": "x unified",
-            "legend": {"orientation": "h", "y": -0.2},
-            "xaxis": {"title": {"text": "request (step)"}},
-            "yaxis": {"title": {"text": "tokens"}, "rangemode": "tozero", "tickformat": ",d"},
-            "shapes": [hline],
-        },
     }

@@ -1,0 +1,97 @@
+"""An analysis of a stored run: the simulations a view state asks for, the problems
+found, the chart's figure and what the step inspector shows of one step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from contextsim.estimators import ESTIMATORS, Estimator
+from contextsim.model import KINDS
+from contextsim.problems import Problem, detect
+from contextsim.simulate import Simulation, simulate
+from webapp.charts.composition import composition_figure
+from webapp.derived import skeleton_of
+from webapp.models import Run
+from webapp.selectors import trace
+from webapp.viewstate import BadQuery, ViewState
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    state: ViewState
+    main: Simulation
+    problems: list[Problem]
+    other: Simulation | None
+
+
+def analyse(run: Run, state: ViewState, estimators: dict[str, Estimator] | None = None) -> Analysis:
+    """Simulate the state's policy (and the compared one) on the run."""
+    counter = (estimators or ESTIMATORS)[state.estimator]
+    sk = skeleton_of(run, state.estimator, counter)
+    count = counter.count
+    limits = {"budget": state.budget, "hard_limit": state.hard_limit, "count": count}
+    try:
+        main = simulate(sk, state.policy, state.params, **limits)
+        other = (
+            simulate(sk, state.compare, state.compare_params, **limits) if state.compare else None
+        )
+    except ValueError as exc:  # a policy that cannot work with these settings says why
+        raise BadQuery(f"{state.policy}: {exc}") from None
+    return Analysis(state, main, detect(main), other)
+
+
+def figure(result: Analysis) -> dict[str, Any]:
+    return composition_figure(result.main, result.problems, result.other)
+
+
+def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict[str, Any]:
+    """What the step inspector shows: a page of the request's items, the composition of
+    the request, what changed since the previous one, where the cached prefix ends, and
+    the neighbouring steps and problems."""
+    sim = result.main
+    record = sim.records[step]
+    items = trace.inspect_items(run, sim, step, 0, 10**9)
+    cached_until = _cached_until(items, record.cached)
+    start = max(0, min(start, max(len(items) - INSPECT_PAGE, 0)))
+    page = trace.inspect_items(run, sim, step, start, INSPECT_PAGE)
+    later = [p.step for p in result.problems if p.step > step and p.severity != "info"]
+    kept = dict(zip(KINDS, sim.kept_by_kind(step), strict=True))
+    changes: dict[str, int] = {}
+    for item in items:
+        if item.change:
+            key = "new messages" if item.change == "new" else f"newly {_WORDS[item.disposition]}"
+            changes[key] = changes.get(key, 0) + 1
+    return {
+        "step": step,
+        "record": record,
+        "items": page,
+        "item_start": start,
+        "item_count": len(items),
+        "page_size": INSPECT_PAGE,
+        "cached_until": cached_until,
+        "composition": sim.composition(step),
+        "kept": kept,
+        "changes": changes,
+        "step_problems": [p for p in result.problems if p.step == step],
+        "previous_step": step - 1 if step > 0 else None,
+        "next_step": step + 1 if step + 1 < len(sim.records) else None,
+        "next_problem": later[0] if later else None,
+        "permalink": result.state.query(),
+    }
+
+
+_WORDS = {"k": "kept", "c": "cleared", "t": "truncated", "s": "summarized", "o": "offloaded"}
+INSPECT_PAGE = 200
+
+
+def _cached_until(items: list[trace.InspectItem], cached: int) -> int:
+    """Position of the first item not read from the prompt cache."""
+    total = 0
+    for position, item in enumerate(items):
+        if item.disposition in "ts":
+            continue
+        if total + item.tokens > cached:
+            return position
+        total += item.tokens
+    return len(items)

@@ -1,0 +1,107 @@
+"""Reading estimators: the registered ones and a user's own fitted ones, each request's
+estimates beside its measured usage, and a comparison by script as its table shows it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+from contextsim.estimator_report import signed_error
+from contextsim.estimators import ESTIMATORS, Estimator
+from contextsim.fit import CustomEstimator, Rates
+from contextsim.model import request_bounds
+from webapp.models import CustomRates, Message, Run
+
+
+def estimators_for(user: AbstractBaseUser | AnonymousUser) -> dict[str, Estimator]:
+    """The registered estimators and the user's own fitted ones, by name."""
+    found: dict[str, Estimator] = dict(ESTIMATORS)
+    if user.is_authenticated:
+        for row in CustomRates.objects.filter(owner=user).order_by("created"):
+            found[row.estimator_name] = as_estimator(row)
+    return found
+
+
+def custom_rates(user: AbstractBaseUser | AnonymousUser) -> list[CustomRates]:
+    if not user.is_authenticated:
+        return []
+    return list(CustomRates.objects.filter(owner=user).order_by("-created"))
+
+
+def as_estimator(row: CustomRates) -> CustomEstimator:
+    return CustomEstimator(row.estimator_name, Rates(dict(row.rates)), row.label)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRow:
+    """One request of a run: its history size and token figures."""
+
+    step: int
+    history: int
+    estimates: dict[str, int]
+    measured: int | None
+    response_kind: str
+    tools: str
+
+
+def request_rows(run: Run) -> list[RequestRow]:
+    """Per request: the estimated tokens of its history by every estimator (sums of the
+    counts stored at import) beside the measured context when the log has it."""
+    rows = list(
+        Message.objects.filter(run=run)
+        .order_by("index")
+        .values_list(
+            "role",
+            "kind",
+            "counts",
+            "usage_input",
+            "usage_cache_read",
+            "usage_cache_write",
+            "tool_names",
+        )
+    )
+    totals = {name: [0] for name in ESTIMATORS}
+    for row in rows:
+        for name, sums in totals.items():
+            sums.append(sums[-1] + int(row[2].get(name, 0)))
+    out = []
+    for k, (end, response) in enumerate(request_bounds([r[0] for r in rows])):
+        measured = None
+        kind, tools = "pending", ""
+        if response is not None:
+            _, kind, _, u_in, u_read, u_write, tools = rows[response]
+            if u_in is not None:
+                measured = u_in + (u_read or 0) + (u_write or 0)
+        estimates = {name: sums[end] for name, sums in totals.items()}
+        out.append(RequestRow(k, end, estimates, measured, kind, tools))
+    return out
+
+
+def script_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per script (then the total): figures and each estimator's signed error."""
+    rows = []
+    for script, row in [*report["scripts"].items(), ("total", report["total"])]:
+        estimates = []
+        for name in ESTIMATORS:
+            error = signed_error(row.get(name, 0), row["reference"])
+            estimates.append(
+                {
+                    "name": name,
+                    "tokens": row.get(name, 0),
+                    "error": error,
+                    "width": min(abs(error or 0) * 100, 100),
+                }
+            )
+        per_token = row["chars"] / row["reference"] if row["reference"] else None
+        rows.append(
+            {
+                "script": script,
+                "chars": row["chars"],
+                "reference": row["reference"],
+                "per_token": per_token,
+                "estimates": estimates,
+            }
+        )
+    return rows
