@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from contextsim.costs import PRESETS, Prices
@@ -24,10 +24,12 @@ from contextsim.formats import IMPORTERS, FormatError, parse_path
 from contextsim.model import Run, request_count
 from contextsim.policies import POLICIES
 from contextsim.policies.base import make_params, param_fields
+from contextsim.prices import ModelFacts, model_facts, run_limits, run_measured_cost
 from contextsim.problems import detect
+from contextsim.reconcile import Reconciliation, score
 from contextsim.report import load_runs, readable, simulation_summary
-from contextsim.simulate import simulate
-from contextsim.skeleton import build, reference_tokens
+from contextsim.simulate import MAX_TOKENS, REPLAY, reconcile_skeleton, simulate
+from contextsim.skeleton import Skeleton, build, reference_tokens
 
 
 def run_summary(run: Run) -> dict[str, Any]:
@@ -75,29 +77,39 @@ def _simulate(args: argparse.Namespace) -> int:
             "",
             f"unknown estimator {args.estimator!r}; expected one of {', '.join(ESTIMATORS)}",
         )
-    policies = args.policy or ["mythex"]
+    policies = args.policy or [REPLAY]
     configs = _configs(policies, args.set or [])
     runs, warnings = load_runs(args.path, args.format)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     estimator = ESTIMATORS[args.estimator]
-    prices = _prices(args.prices, args.price or [])
     reference = ESTIMATORS.get(args.reference) if args.reference != args.estimator else None
     out = []
     for run in runs:
         sk = build(run, estimator)
         ref = reference_tokens(run, reference) if reference is not None else None
+        facts = model_facts(run.model)
+        prices = _prices(args.prices, args.price or [], None if args.prices else facts)
+        hard_limit, budget, said = run_limits(run, facts, args.hard_limit, args.budget)
+        if said:
+            print(f"warning: {run.title}: {said}", file=sys.stderr)
+        rec = _reconciliation(args, sk, estimator.count, prices)
         for name, params in configs:
             sim = simulate(
                 sk,
                 name,
                 params,
-                budget=args.budget,
-                hard_limit=args.hard_limit,
+                budget=budget,
+                hard_limit=hard_limit,
                 count=estimator.count,
                 prices=prices,
+                reconcile=rec,
             )
-            out.append(simulation_summary(sim, detect(sim, reference=ref), args.steps))
+            summary = simulation_summary(sim, detect(sim, reference=ref), args.steps)
+            summary["reconciliation"] = rec.to_dict() if rec is not None else None
+            summary["measured_cost"] = run_measured_cost(run.model, sk.usage, prices)
+            summary["prices"] = prices.label
+            out.append(summary)
     if args.json:
         print(json.dumps({"runs": out}, ensure_ascii=False, indent=1))
     else:
@@ -106,10 +118,33 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _prices(preset: str, overrides: list[str]) -> Prices:
-    """A price preset with `field=value` overrides (dollars per million tokens, or
-    multipliers for cache_read and cache_write)."""
-    base = PRESETS[preset]
+def _reconciliation(
+    args: argparse.Namespace, sk: Skeleton, count: Callable[[str], int], prices: Prices
+) -> Reconciliation | None:
+    """The run's fit, unless --no-reconcile; --overhead and --scale replace its terms."""
+    if args.no_reconcile:
+        return None
+    fitted = reconcile_skeleton(sk, count, prices)
+    if args.overhead is None and args.scale is None:
+        return fitted
+    base = fitted or Reconciliation(1.0, 0)
+    chosen = Reconciliation(
+        args.scale if args.scale is not None else base.scale,
+        args.overhead if args.overhead is not None else base.overhead,
+        source="set",
+    )
+    replay = simulate(
+        sk, REPLAY, budget=MAX_TOKENS, hard_limit=MAX_TOKENS, count=count, prices=prices
+    )
+    pairs = [(r.estimated, r.measured) for r in replay.records if r.measured]
+    return score(chosen, [e for e, _ in pairs], [m for _, m in pairs])
+
+
+def _prices(preset: str | None, overrides: list[str], facts: ModelFacts | None = None) -> Prices:
+    """The model's prices (genai-prices) when known and no preset is asked for, else a
+    preset; with `field=value` overrides (dollars per million tokens, or multipliers for
+    cache_read and cache_write)."""
+    base = facts.prices if facts is not None else PRESETS[preset or "anthropic"]
     values: dict[str, float] = {}
     for item in overrides:
         key, _, raw = item.partition("=")
@@ -130,6 +165,7 @@ def _prices(preset: str, overrides: list[str]) -> Prices:
         cache_read=values.get("cache_read", base.cache_read),
         cache_write=values.get("cache_write", base.cache_write),
         writes_cache=base.writes_cache,
+        model="" if values else base.model,
     )
 
 
@@ -192,9 +228,27 @@ def build_parser() -> argparse.ArgumentParser:
     sim = sub.add_parser("simulate", help="simulate context policies over runs")
     sim.add_argument("path", help="a log file, or demo:subagents, demo:early-stop, demo:main")
     sim.add_argument("--format", choices=sorted(IMPORTERS), help="skip detection")
-    sim.add_argument("--policy", action="append", help="repeat to compare (default mythex)")
-    sim.add_argument("--budget", type=_tokens, default=400_000)
-    sim.add_argument("--hard-limit", type=_tokens, default=1_000_000)
+    sim.add_argument("--policy", action="append", help="repeat to compare (default as_logged)")
+    sim.add_argument(
+        "--budget", type=_tokens, help="tokens per request (default: the model's window)"
+    )
+    sim.add_argument(
+        "--hard-limit",
+        type=_tokens,
+        help="what the model accepts (default: the window the log states, else the "
+        "model's from genai-prices, else 1,000,000)",
+    )
+    sim.add_argument(
+        "--no-reconcile",
+        action="store_true",
+        help="report the estimator's counts, without the fitted unlogged overhead and scale",
+    )
+    sim.add_argument(
+        "--overhead", type=int, help="unlogged tokens per request (replaces the fitted one)"
+    )
+    sim.add_argument(
+        "--scale", type=_ratio, help="provider tokens per estimator token (replaces the fit)"
+    )
     sim.add_argument("--estimator", default="script", help="one of " + ", ".join(ESTIMATORS))
     sim.add_argument(
         "--reference",
@@ -205,8 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--prices",
         choices=sorted(PRESETS),
-        default="anthropic",
-        help="cost preset (default anthropic)",
+        help="cost preset (default: the run's model's prices from genai-prices, else anthropic)",
     )
     sim.add_argument(
         "--price",
@@ -224,6 +277,16 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--json", action="store_true", help="print one JSON object")
     est.set_defaults(handler=_estimators)
     return parser
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text}") from None
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a ratio above 0 and at most 100, got {text}")
+    return value
 
 
 def _tokens(text: str) -> int:

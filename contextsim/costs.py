@@ -24,6 +24,8 @@ class Prices:
     cache_write: float
     writes_cache: bool
     """Whether new input is written to the cache (billed at `cache_write`)."""
+    model: str = ""
+    """The model these are the prices of (contextsim.prices), "" for a preset."""
 
 
 PRESETS: dict[str, Prices] = {

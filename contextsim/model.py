@@ -169,6 +169,9 @@ class Run:
 
     `session_id` identifies the run in its source; `parent_session_id` links a subagent
     to the session that started it (runs sharing a root form a collection).
+    `context_window` is the window the log itself states (tokens; Codex's
+    ``model_context_window``), None when it says none; `harness_version` the agent's
+    version as logged (Claude Code's ``version``), whose rules some policies follow.
     """
 
     title: str
@@ -179,6 +182,8 @@ class Run:
     parent_session_id: str = ""
     subagent: bool = False
     compactions: tuple[Compaction, ...] = ()
+    context_window: int | None = None
+    harness_version: str = ""
 
 
 @dataclass(frozen=True, slots=True)

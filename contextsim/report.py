@@ -53,6 +53,7 @@ def simulation_summary(
             {
                 "step": r.step,
                 "sent": r.sent,
+                "estimated": r.estimated,
                 "full": r.full,
                 "stage": r.stage,
                 "cached": r.cached,

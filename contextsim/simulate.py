@@ -7,18 +7,23 @@ for it with prefix sums: O((S + M) log M) per configuration, no request is copie
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from contextsim.accounting import Accountant
-from contextsim.costs import PRESETS, Prices, per_token
+from contextsim.costs import PRESETS, Prices, measured_cost, per_token
 from contextsim.estimators import MESSAGE_OVERHEAD, Estimator
-from contextsim.model import Run
+from contextsim.model import Run, Usage
 from contextsim.policies import POLICIES
 from contextsim.policies.base import Context, Plan, Planner, Statics
-from contextsim.skeleton import Skeleton, build
+from contextsim.prices import usage_cost
+from contextsim.reconcile import Reconciliation, fit
+from contextsim.skeleton import Skeleton, build, without_artifacts
 
+REPLAY = "as_logged"
+"""The policy that replays the log (contextsim.policies.logged)."""
 MAX_TOKENS = 100_000_000
 """The largest budget or hard limit the tools accept, in tokens per request."""
 
@@ -26,10 +31,13 @@ MAX_TOKENS = 100_000_000
 class StepRecord(NamedTuple):
     """One request under one configuration (tokens unless said otherwise).
 
-    `sent` is what the policy sends; `full` what `none` would send. `cached` is the
-    prefix identical to the previous request; `cost` the estimated dollars; `measured`
-    the logged context, if any. Counts and compositions come from the Simulation on
-    demand (they are not needed for every step of every sweep). A named tuple: one is
+    `sent` is what the policy sends as the provider counts it (the reconciled size when
+    the simulation reconciles, else the estimator's); `estimated` the estimator's count
+    of the same request; `full` what `none` would send (estimator's count). `cached` is
+    the prefix identical to the previous request (reconciled like `sent`); `cost` the
+    estimated dollars; `measured` the logged context, if any. Counts and compositions
+    come from the Simulation on demand (they are not needed for every step of every
+    sweep). A named tuple: one is
     made per request per configuration, so creation cost matters.
     """
 
@@ -44,6 +52,7 @@ class StepRecord(NamedTuple):
     cost: float
     measured: int | None
     plan: Plan
+    estimated: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +67,7 @@ class Simulation:
     records: tuple[StepRecord, ...]
     accountant: Accountant
     statics: Statics
+    reconciliation: Reconciliation | None = None
 
     @property
     def completed(self) -> bool:
@@ -87,11 +97,16 @@ def simulate(
     hard_limit: int,
     count: Callable[[str], int],
     prices: Prices = PRESETS["anthropic"],
+    reconcile: Reconciliation | None = None,
 ) -> Simulation:
     """Simulate `policy` over every request of the skeleton's run.
 
     `count` measures fixed texts (notes) with the run's estimator. Budget and hard limit
-    are tokens per request. Raises ValueError for an unknown policy or bad limits.
+    are tokens per request, compared with what the provider counts: the reconciled size
+    when `reconcile` is given (contextsim.reconcile), else the estimator's. A what-if
+    policy (any but as_logged) sees the history without a logged compaction's summaries.
+    Under as_logged a request with measured usage costs what its usage does. Raises
+    ValueError for an unknown policy or bad limits.
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}")
@@ -99,7 +114,11 @@ def simulate(
         raise ValueError("budget and hard limit must be positive numbers of tokens")
     chosen = POLICIES[policy]
     params = params if params is not None else chosen.Params()
-    planner: Planner = chosen.setup(Context(sk, budget, hard_limit, count), params)
+    replay = policy == REPLAY
+    if not replay:
+        sk = without_artifacts(sk)
+    provider = reconcile.tokens if reconcile is not None else int
+    planner: Planner = chosen.setup(Context(sk, budget, hard_limit, count, provider), params)
     acct = getattr(planner, "acct", None) or Accountant(sk, planner.statics)
     records = []
     previous: Plan | None = None
@@ -109,11 +128,20 @@ def simulate(
     new_price, read_price, out_price = per_token(prices)
     for k, end in enumerate(sk.ends):
         plan = planner.plan(end)
-        sent = sent_of(plan)
+        estimated = sent = sent_of(plan)
         cached = 0 if previous is None else cached_of(previous, plan)
+        if reconcile is not None:
+            fitted = reconcile.at(k).tokens if replay and reconcile.later else provider
+            sent = fitted(estimated)
+            # The unlogged part opens every request, so it is in every cached prefix.
+            cached = 0 if previous is None else min(fitted(cached), sent)
         response = responses[k]
         output = 0 if response is None else max(tokens[response] - MESSAGE_OVERHEAD, 0)
         usage = usages[k]
+        if replay and usage is not None:
+            cost = _usage_cost(prices, usage)
+        else:
+            cost = (sent - cached) * new_price + cached * read_price + output * out_price
         records.append(
             StepRecord(
                 k,
@@ -124,13 +152,38 @@ def simulate(
                 sent > budget,
                 sent > hard_limit,
                 cached,
-                (sent - cached) * new_price + cached * read_price + output * out_price,
+                cost,
                 None if usage is None else usage.context,
                 plan,
+                estimated,
             )
         )
         previous = plan
-    return Simulation(sk, policy, params, budget, hard_limit, tuple(records), acct, planner.statics)
+    return Simulation(
+        sk, policy, params, budget, hard_limit, tuple(records), acct, planner.statics, reconcile
+    )
+
+
+def reconcile_skeleton(
+    sk: Skeleton, count: Callable[[str], int], prices: Prices = PRESETS["anthropic"]
+) -> Reconciliation | None:
+    """The run's reconciliation, fitted on what it sent (as_logged, unreconciled) at the
+    requests whose usage was measured; None when none was (see contextsim.reconcile)."""
+    sim = simulate(sk, REPLAY, budget=MAX_TOKENS, hard_limit=MAX_TOKENS, count=count, prices=prices)
+    marks = sorted(b for b in sk.compactions if b > 0)
+    rows = [
+        (r.estimated, r.measured, (bisect_left(marks, r.end), r.step))
+        for r in sim.records
+        if r.measured
+    ]
+    return fit([e for e, _, _ in rows], [m for _, m, _ in rows], [k for _, _, k in rows])
+
+
+def _usage_cost(prices: Prices, usage: Usage) -> float:
+    """What a measured request cost: genai-prices' figure for a known model (its tiers
+    applied), else the flat prices'."""
+    found = usage_cost(prices.model, usage) if prices.model else None
+    return measured_cost(prices, usage) if found is None else found
 
 
 def simulate_run(

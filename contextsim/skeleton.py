@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, fields, replace
 from itertools import accumulate
 
 from contextsim.estimators import MESSAGE_OVERHEAD, Estimator, count_message
@@ -23,6 +23,7 @@ from contextsim.langchain_form import (
     client_calls,
     langchain_form,
 )
+from contextsim.memo import per_skeleton
 from contextsim.model import (
     KINDS,
     Kind,
@@ -106,6 +107,13 @@ class Skeleton:
     for a result not over STUB_MIN_CHARS. () for every other message."""
     stub_chars: tuple[tuple[int, ...], ...] = ()
     """Like stub_tokens, the stubs' characters (the ToolMessage's content once offloaded)."""
+    model: str = ""
+    context_window: int | None = None
+    """The window the log states (model.Run.context_window)."""
+    harness_version: str = ""
+    summaries: tuple[int, ...] = ()
+    """Indexes of the summaries a logged compaction wrote (Message.compact_summary): a
+    compaction's own artifacts, which what-if policies do not send."""
 
     @property
     def size(self) -> int:
@@ -197,6 +205,10 @@ def build(run: Run, estimator: Estimator) -> Skeleton:
         call_inputs=inputs,
         stub_tokens=tuple(stub_tokens),
         stub_chars=tuple(stub_chars),
+        model=run.model,
+        context_window=run.context_window,
+        harness_version=run.harness_version,
+        summaries=tuple(i for i, m in enumerate(run.messages) if m.compact_summary),
     )
 
 
@@ -278,3 +290,20 @@ def from_dict(data: dict[str, object]) -> Skeleton:
 
 def _tuples(value: object) -> object:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def without_artifacts(sk: Skeleton) -> Skeleton:
+    """The skeleton as a what-if policy sees it: the summaries a logged compaction wrote
+    cost 0 tokens (they would not exist without it). The same skeleton when it has none;
+    one copy per skeleton, kept while the skeleton lives (so caches keyed by skeleton
+    keep working)."""
+    if not sk.summaries:
+        return sk
+
+    def build() -> Skeleton:
+        tokens = list(sk.tokens)
+        for i in sk.summaries:
+            tokens[i] = 0
+        return replace(sk, tokens=tuple(tokens))
+
+    return per_skeleton(sk, "without_artifacts", build)

@@ -24,6 +24,7 @@ from contextsim.model import (
     ToolCallPart,
     ToolResultPart,
 )
+from contextsim.redaction import counted_text
 
 MESSAGE_OVERHEAD = 4
 """Tokens added per message for role and framing."""
@@ -114,15 +115,14 @@ def content_key(message: Message) -> str:
 
 
 def count_parts(message: Message, estimator: Estimator) -> int:
-    """Tokens of `message` by `estimator`, without the per-message overhead."""
+    """Tokens of `message` by `estimator`, without the per-message overhead; a redaction
+    marker counts as the text it stands for (contextsim.redaction)."""
     total = 0
     for part in message.parts:
-        if isinstance(part, TextPart | ThinkingPart):
-            total += estimator.count(part.text)
+        if isinstance(part, TextPart | ThinkingPart | ToolResultPart):
+            total += estimator.count(counted_text(part.text))
         elif isinstance(part, ToolCallPart):
-            total += estimator.count(part.name) + estimator.count(part.arguments)
-        elif isinstance(part, ToolResultPart):
-            total += estimator.count(part.text)
+            total += estimator.count(part.name) + estimator.count(counted_text(part.arguments))
         elif isinstance(part, ImagePart):
             total += IMAGE_TOKENS
     return total

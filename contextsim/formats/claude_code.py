@@ -140,6 +140,7 @@ class _RunDraft:
     compactions: list[Compaction] = field(default_factory=list)
     models: Counter[str] = field(default_factory=Counter)
     sealed: bool = False  # after a compaction boundary nothing merges into older messages
+    version: str = ""  # Claude Code's version, as the last line that names one says
 
     def append(self, draft: _Draft) -> None:
         self.messages.append(draft)
@@ -193,6 +194,8 @@ class _Builder:
         run = self.runs.setdefault(key, _RunDraft(key))
         if not run.session_id and isinstance(data.get("sessionId"), str):
             run.session_id = data["sessionId"]
+        if isinstance(data.get("version"), str):
+            run.version = data["version"][:40]
         return run
 
     def _add_assistant(self, run: _RunDraft, record: Record) -> None:
@@ -304,6 +307,7 @@ class _Builder:
             parent_session_id=(main_session or draft.session_id) if sub else "",
             subagent=sub,
             compactions=tuple(draft.compactions),
+            harness_version=draft.version,
         )
 
     def _title(self, draft: _RunDraft) -> str:

@@ -132,6 +132,9 @@ class _Builder:
         self.manual: int | None = None  # a compaction that may be a /compact task
         self.announced = False  # a compacted record awaiting its context_compacted event
         self.skipped: Counter[str] = Counter()
+        self.window: int | None = None  # model_context_window, as the rollout states it
+        self.instructions = ""  # session_meta.base_instructions: sent with every request
+        self.instructions_source = ""
 
     def feed(self, record: Record) -> None:
         data, where = record.data, f"line {record.line}"
@@ -155,6 +158,10 @@ class _Builder:
 
     def _session_meta(self, payload: dict[str, Any], where: str) -> None:
         self.session_id = self.session_id or _string(self.path, where, payload, "id")
+        base = payload.get("base_instructions")
+        text = base.get("text") if isinstance(base, dict) else base
+        if isinstance(text, str) and text and not self.instructions:
+            self.instructions, self.instructions_source = text, where
         self._turn_context(payload, where)
 
     def _turn_context(self, payload: dict[str, Any], where: str) -> None:
@@ -198,6 +205,9 @@ class _Builder:
             self._user_event()
         elif kind == "task_started":
             self.task_fresh, self.manual = True, None
+            window = payload.get("model_context_window")
+            if isinstance(window, int) and not isinstance(window, bool) and 0 < window < 10**9:
+                self.window = window
         elif kind == "task_complete" and self.manual is not None:
             self.compactions[self.manual] = replace(self.compactions[self.manual], trigger="manual")
         elif kind == "context_compacted":
@@ -255,13 +265,25 @@ class _Builder:
             replace(m, role="system") if self._is_context_block(i, m) else m
             for i, m in enumerate(self.messages)
         )
+        compactions = tuple(self.compactions)
+        if self.instructions:
+            # Codex sends its base instructions with every request (the Responses API's
+            # `instructions`): the first system message, which no compaction removes.
+            first = Message(
+                "system", (TextPart(self.instructions),), source=self.instructions_source
+            )
+            messages = (first, *messages)
+            compactions = tuple(
+                replace(c, before_message=c.before_message + 1) for c in compactions
+            )
         return Run(
             title=_title(messages) or f"Codex session {self.session_id}".strip(),
             messages=messages,
             format="codex",
             model=self.model,
             session_id=self.session_id,
-            compactions=tuple(self.compactions),
+            compactions=compactions,
+            context_window=self.window,
         )
 
     def _is_context_block(self, index: int, message: Message) -> bool:

@@ -16,12 +16,14 @@ from contextsim.policies.compaction import (
 from contextsim.policies.deepagents import DeepAgentsPolicy
 from contextsim.policies.editing import AnthropicClearPolicy
 from contextsim.policies.langchain import LangChainClearPolicy, LangChainTrimPolicy
+from contextsim.policies.logged import LoggedPolicy
 from contextsim.policies.observations import LastNPolicy, MaskingPolicy, TrimmerPolicy
 from contextsim.policies.seed import MythexPolicy, NonePolicy, TurnsPolicy
 
 POLICIES: dict[str, Policy] = {
     p.name: p
     for p in (
+        LoggedPolicy(),
         NonePolicy(),
         TurnsPolicy(),
         MythexPolicy(),

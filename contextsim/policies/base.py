@@ -4,6 +4,11 @@ A policy turns (history prefix, parameters, estimator) into a Plan: a handful of
 integers saying which ranges of the saved history are sent, left out or summarized,
 and which tool results are cleared. Plans never copy messages, so a 10,000-step run
 costs 10,000 small objects, not 10,000 requests.
+
+`as_logged` replays what the agent sent, the log's own compactions included: it is the
+baseline. Every other policy is a what-if, compared with what was sent: it simulates on
+the run's full history with a compaction's own artifacts taken out (the summary a
+compaction wrote would not exist without it; simulate counts it as 0 tokens).
 """
 
 from __future__ import annotations
@@ -32,6 +37,12 @@ class Context:
     hard_limit: int
     count: Callable[[str], int]
     """Counts a fixed text (a note) with the run's estimator, overhead excluded."""
+    provider: Callable[[int], int] = int
+    """The provider's count of a request the estimator counts n tokens (the reconciled
+    size, contextsim.reconcile). Policies that decide on the provider's count (context
+    editing, Claude Code and Codex auto-compaction) compare this with their trigger;
+    policies that decide on the harness's own count use the estimator's tokens as they
+    are. The identity when nothing is reconciled."""
 
 
 class Planner(Protocol):

@@ -16,6 +16,7 @@ from contextsim.accounting import Accountant
 from contextsim.estimators import MESSAGE_OVERHEAD
 from contextsim.policies.base import Context, Plan, no_statics
 from contextsim.policies.cuts import leading_system
+from contextsim.prices import model_facts
 from contextsim.skeleton import KIND_INDEX, Skeleton, prefix_sums
 
 RESULT = KIND_INDEX["tool_result"]
@@ -138,10 +139,20 @@ class SummarizingPolicy:
         return {"s": SUMMARY_NOTE}
 
 
+def run_window(sk: Skeleton, fallback: int) -> int:
+    """The run's context window in tokens: what the log states (Codex's
+    model_context_window), else the model's from genai-prices, else `fallback`."""
+    if sk.context_window:
+        return sk.context_window
+    facts = model_facts(sk.model)
+    return facts.context_window if facts and facts.context_window else fallback
+
+
 @dataclass(frozen=True, slots=True)
 class CodexParams:
-    window: int = 272_000
-    """The model's context window (gpt-5 and codex models)."""
+    window: int | None = None
+    """The model's context window (None: the rollout's model_context_window, else the
+    model's from genai-prices, else 272,000 as for gpt-5)."""
     compact_limit: int | None = None
     """Total tokens that trigger a compaction (None: 90% of the window)."""
     user_message_tokens: int = 20_000
@@ -160,11 +171,13 @@ class CodexPlanner:
         self.statics = no_statics(sk.size)
         self.acct = Accountant(sk, self.statics)
         self.head = leading_system(sk)
-        self.limit = params.compact_limit or params.window * 9 // 10
+        window = params.window or run_window(sk, 272_000)
+        self.limit = params.compact_limit or window * 9 // 10
         self.user = prefix_sums(
             [t if u else 0 for t, u in zip(sk.tokens, sk.user_turn, strict=True)]
         )
         self.fixed = MESSAGE_OVERHEAD + ctx.count(CODEX_SUMMARY_PREFIX) + params.summary_tokens
+        self.provider = ctx.provider
         self.p = params
         self.boundary = 0
         self.compact_next = False
@@ -179,7 +192,7 @@ class CodexPlanner:
             plan = Plan(end, self.head, self.boundary, "s", note, stage="summarize")
         sk = self.sk
         output = sk.tokens[end] if end < sk.size and sk.roles[end] == "assistant" else 0
-        if self.acct.sent(plan) + output >= self.limit:
+        if self.provider(self.acct.sent(plan)) + output >= self.limit:
             self.compact_next = True
         return plan
 
@@ -208,12 +221,17 @@ class CodexPolicy:
 
 @dataclass(frozen=True, slots=True)
 class ClaudeCodeParams:
-    window: int = 200_000
+    window: int | None = None
+    """The model's window (None: the model's from genai-prices, else 200,000)."""
     max_output: int = 32_000
-    """Output tokens reserved (at most 20,000 count against the window)."""
+    """Output tokens reserved against the window: from Claude Code 2.1 at most 20,000
+    of them (`capped_output`), before that all of them."""
     buffer: int = 13_000
-    """Tokens kept free below the effective window: the threshold is window - min(
-    max_output, 20,000) - buffer, 167,000 by default."""
+    """Tokens kept free below the effective window: the threshold is window - reserved
+    output - buffer: 167,000 on a 200k model from 2.1, 155,000 before."""
+    capped_output: bool | None = None
+    """Whether the reserve is capped at 20,000 (None: as the log's version does: from
+    2.1 on, and when the log names no version)."""
     summary_tokens: int = 3_000
     """Tokens of the summary (an assumption)."""
 
@@ -228,8 +246,14 @@ class ClaudeCodePlanner:
         self.statics = no_statics(sk.size)
         self.acct = Accountant(sk, self.statics)
         self.head = leading_system(sk)
-        self.threshold = params.window - min(params.max_output, 20_000) - params.buffer
+        window = params.window or run_window(sk, 200_000)
+        capped = params.capped_output
+        if capped is None:
+            capped = not _before(sk.harness_version, (2, 1))
+        reserve = min(params.max_output, 20_000) if capped else params.max_output
+        self.threshold = window - reserve - params.buffer
         self.note = MESSAGE_OVERHEAD + params.summary_tokens
+        self.provider = ctx.provider
         self.boundary = 0
 
     def _plan(self, end: int) -> Plan:
@@ -239,7 +263,7 @@ class ClaudeCodePlanner:
 
     def plan(self, end: int) -> Plan:
         plan = self._plan(end)
-        if self.acct.sent(plan) >= self.threshold and end > 0:
+        if self.provider(self.acct.sent(plan)) >= self.threshold and end > 0:
             last = end - 1
             call = self.sk.answers[last] if self.sk.kinds[last] == RESULT else -1
             cut = call if call >= 0 else last
@@ -249,6 +273,15 @@ class ClaudeCodePlanner:
         return plan
 
 
+def _before(version: str, than: tuple[int, int]) -> bool:
+    """Whether a version such as "2.0.76" is older than `than` (False when unreadable)."""
+    try:
+        major, minor = (int(x) for x in version.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) < than
+
+
 class ClaudeCodePolicy:
     """Claude Code's auto-compact: at window - 33,000 tokens (by default), the
     conversation is replaced by a summary, sent as a user message after the system
@@ -256,8 +289,11 @@ class ClaudeCodePolicy:
 
     Source: Claude Code is closed source; the threshold (effective window = window -
     min(max output, 20,000), less a 13,000-token buffer) is from public analyses
-    (anthropics/claude-code issue 31806). Not modelled: the files it reads back in after
-    compacting (up to 50,000 tokens), CLAUDE.md, microcompaction of old tool results."""
+    (anthropics/claude-code issue 31806). Versions before 2.1 reserved the whole max
+    output (32,000): real 2.0.x sessions compact at about 155k, 2.1.x at about 167k.
+    It decides on the provider's count (the reconciled size). Not modelled: the files
+    it reads back in after compacting (up to 50,000 tokens), CLAUDE.md, microcompaction
+    of old tool results."""
 
     name = "claude_code_auto_compact"
     label = "claude_code_auto_compact: summarize at window - 33k (Claude Code)"

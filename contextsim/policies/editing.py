@@ -153,10 +153,11 @@ class AnthropicClearPlanner:
         self.acct = Accountant(sk, self.statics)
         self.uses = ToolUses(sk, results)
         self.params = params
+        self.provider = ctx.provider
 
     def plan(self, end: int) -> Plan:
         params = self.params
-        if self.acct.raw[end] <= params.trigger:
+        if self.provider(self.acct.raw[end]) <= params.trigger:
             return Plan(end)
         cb = self.uses.boundary(self.uses.older_than_kept(end, params.keep))
         # clear_save[cb]: tokens freed by clearing everything clearable before cb,

@@ -103,7 +103,17 @@ def test_json_has_the_contract_keys_per_run_and_policy(tmp_path):
 
 
 def test_steps_adds_one_record_per_request_with_a_letter_per_message(tmp_path):
-    result = cli(write(tmp_path), "--budget", "8000", "--estimator", "chars4", "--steps", "--json")
+    result = cli(
+        write(tmp_path),
+        "--policy",
+        "mythex",
+        "--budget",
+        "8000",
+        "--estimator",
+        "chars4",
+        "--steps",
+        "--json",
+    )
     (run,) = json.loads(result.stdout)["runs"]
     records = run["step_records"]
     assert [r["step"] for r in records] == list(range(13))
@@ -115,15 +125,15 @@ def test_steps_adds_one_record_per_request_with_a_letter_per_message(tmp_path):
 
 def test_set_changes_a_parameter_and_rejects_unknown_ones(tmp_path):
     path = write(tmp_path, rounds=40, size=1_000)
-    common = ("--budget", "4000", "--estimator", "chars4", "--json")
+    common = ("--policy", "mythex", "--budget", "4000", "--estimator", "chars4", "--json")
     one = json.loads(cli(path, *common, "--set", "batch=1").stdout)["runs"][0]
     four = json.loads(cli(path, *common).stdout)["runs"][0]
     # Clearing in batches keeps the cached prefix for several requests.
     assert four["cached_tokens"] > one["cached_tokens"]
     assert four["cost"] < one["cost"]
-    bad = cli(path, "--set", "bogus=1")
+    bad = cli(path, "--policy", "mythex", "--set", "bogus=1")
     assert bad.returncode == 2 and "no chosen policy has parameter bogus" in bad.stderr
-    bad = cli(path, "--set", "batch=many")
+    bad = cli(path, "--policy", "mythex", "--set", "batch=many")
     assert bad.returncode == 2 and "batch: expected int, got 'many'" in bad.stderr
 
 

@@ -50,7 +50,7 @@ def test_grid_carries_a_policys_own_parameters_and_checks_them():
     [
         ([], [1], "policies: choose at least one policy"),
         (["mythex"], [], "budgets: give at least one budget"),
-        (["nope"], [1], "policies: unknown nope; expected one of none, turns"),
+        (["nope"], [1], "policies: unknown nope; expected one of as_logged, none, turns"),
         (["mythex"], [0], "budgets: expected between 1 and 100,000,000 tokens, got 0"),
         (["mythex"], [10**9], "got 1,000,000,000"),
     ],
@@ -143,7 +143,7 @@ def test_policy_settings_are_read_by_policy_from_lines():
     [
         ("keep_results=6", "line 1: expected policy.parameter=value, got 'keep_results=6'"),
         ("mythex.keep_results", "line 1: expected policy.parameter=value"),
-        ("magic.x=1", "line 1: unknown policy 'magic'; expected one of none, turns"),
+        ("magic.x=1", "line 1: unknown policy 'magic'; expected one of as_logged, none, turns"),
     ],
 )
 def test_a_bad_settings_line_is_named(line, message):

@@ -438,4 +438,10 @@ def test_real_rollout_figures(corpus: Path):
     (compaction,) = run.compactions
     assert (compaction.pre_tokens, compaction.trigger) == (209_950, "auto")
     assert run.messages[compaction.before_message].compact_summary
-    assert len(run.messages) == 743
+    # session_meta.base_instructions (redacted upstream, 13,131 characters) is sent with
+    # every request: the first system message.
+    assert run.messages[0].role == "system"
+    assert run.messages[0].text == "[REDACTED_TEXT len=13131 sha=036b7e47]"
+    assert len(run.messages) == 743 + 1
+    # task_started states the window.
+    assert run.context_window == 258_400

@@ -1,0 +1,158 @@
+"""Reconciliation: from what the harness counts to what the provider will count.
+
+A log leaves out what the agent sends on every request without writing it down (the
+system prompt, the tool definitions, injected context), and the provider counts with
+its own tokenizer. So a request's *estimated* size (the estimator's count of the logged
+messages) is mapped to a *reconciled* size, the provider's count:
+
+    reconciled = scale x estimated + overhead
+
+`overhead` is the unlogged part, which no policy removes; `scale` the provider
+tokenizer's ratio to the estimator's. Both are fitted per run on the requests whose
+measured usage is known, as the log replayed them (`as_logged`), robustly: the slope
+is the median of the pairwise slopes (Theil-Sen) and the overhead the median residual,
+so one odd request cannot move the fit; a run of `MIN_FOR_SCALE - 1` measured requests
+or fewer fits the overhead alone (scale 1).
+
+Units: tokens per request; errors are shares of the measured size.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+MIN_FOR_SCALE = 4
+"""Measured requests needed to fit a scale; with fewer, only the overhead is fitted."""
+MAX_POINTS = 300
+"""Points the pairwise slopes are taken over (evenly spread), so a fit stays quadratic
+in at most this many requests, whatever the run's length."""
+SCALE_RANGE = (0.5, 3.0)
+"""Scales outside this range are not a tokenizer ratio: they are clamped to it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciliation:
+    """`reconciled = scale x estimated + overhead` (tokens), and how well it fits.
+
+    `fitted_on` counts the measured requests fitted (0 for one set by hand);
+    `median_error` and `worst_error` are |reconciled - measured| / measured over them."""
+
+    scale: float
+    overhead: int
+    fitted_on: int = 0
+    median_error: float | None = None
+    worst_error: float | None = None
+    source: str = "fitted"
+    """"fitted" on this run, "set" by the person, or where it was borrowed from."""
+    later: tuple[tuple[int, int], ...] = ()
+    """(first step, overhead) of each stretch after a logged compaction that has an
+    overhead of its own: a harness re-injects its context when it compacts, and not
+    always the same amount. Only what the log replays (as_logged) has those stretches;
+    a what-if uses `overhead` throughout."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.scale <= 100:
+            raise ValueError(f"scale: expected a ratio above 0 and at most 100, got {self.scale}")
+        if abs(self.overhead) > 100_000_000:
+            raise ValueError(f"overhead: expected at most 100,000,000 tokens, got {self.overhead}")
+
+    def tokens(self, estimated: int) -> int:
+        """The reconciled size of a request the estimator counts `estimated` tokens."""
+        return max(round(self.scale * estimated) + self.overhead, 0)
+
+    def at(self, step: int) -> Reconciliation:
+        """The reconciliation of the log's own request `step` (its stretch's overhead)."""
+        found = self.overhead
+        for first, overhead in self.later:
+            if step >= first:
+                found = overhead
+        return self if found == self.overhead else replace(self, overhead=found, later=())
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "scale": round(self.scale, 4),
+            "overhead": self.overhead,
+            "fitted_on": self.fitted_on,
+            "median_error": None if self.median_error is None else round(self.median_error, 4),
+            "worst_error": None if self.worst_error is None else round(self.worst_error, 4),
+            "source": self.source,
+            "later": [list(pair) for pair in self.later],
+        }
+
+
+def fit(
+    estimated: Sequence[int],
+    measured: Sequence[int],
+    stretches: Sequence[tuple[int, int]] = (),
+) -> Reconciliation | None:
+    """The reconciliation of requests whose estimator counts are `estimated` and whose
+    measured sizes are `measured` (pairs in the same order; requests measured as 0 are
+    left out). None when nothing was measured.
+
+    `stretches` gives, per request, (stretch, step): the stretch is how many logged
+    compactions came before it. One scale is fitted on the pairs within each stretch;
+    each stretch after the first with measured requests gets its own overhead."""
+    marks = list(stretches) or [(0, i) for i in range(len(estimated))]
+    rows = [(e, m, mark) for e, m, mark in zip(estimated, measured, marks, strict=True) if m > 0]
+    if not rows:
+        return None
+    groups: dict[int, list[tuple[int, int]]] = {}
+    first_step: dict[int, int] = {}
+    for e, m, (stretch, step) in rows:
+        groups.setdefault(stretch, []).append((e, m))
+        first_step.setdefault(stretch, step)
+    pairs = [(e, m) for e, m, _ in rows]
+    scale = _slope(list(groups.values())) if len(pairs) >= MIN_FOR_SCALE else 1.0
+    overheads = {
+        k: round(statistics.median(m - scale * e for e, m in g)) for k, g in groups.items()
+    }
+    first = min(overheads)
+    later = tuple((first_step[k], overheads[k]) for k in sorted(overheads) if k != first)
+    rec = Reconciliation(scale, overheads[first], later=later)
+    return _scored(rec, [(e, m, step) for e, m, (_, step) in rows])
+
+
+def _slope(groups: list[list[tuple[int, int]]]) -> float:
+    """Theil-Sen: the median of the slopes between every two requests of one stretch
+    whose estimates differ (by more than 1% of the larger), clamped to SCALE_RANGE; 1
+    when none do."""
+    total = sum(len(g) for g in groups)
+    slopes = []
+    for group in groups:
+        points = _spread(group, max(2, MAX_POINTS * len(group) // total))
+        for i, (e1, m1) in enumerate(points):
+            for e2, m2 in points[i + 1 :]:
+                if abs(e2 - e1) > 0.01 * max(e1, e2, 1):
+                    slopes.append((m2 - m1) / (e2 - e1))
+    if not slopes:
+        return 1.0
+    low, high = SCALE_RANGE
+    return min(max(statistics.median(slopes), low), high)
+
+
+def _spread(items: list[tuple[int, int]], most: int) -> list[tuple[int, int]]:
+    if len(items) <= most:
+        return items
+    return [items[round(i * (len(items) - 1) / (most - 1))] for i in range(most)]
+
+
+def _scored(rec: Reconciliation, rows: list[tuple[int, int, int]]) -> Reconciliation:
+    """`rec` with its errors over (estimated, measured, step) rows."""
+    errors = [abs(rec.at(step).tokens(e) - m) / m for e, m, step in rows]
+    return replace(
+        rec,
+        fitted_on=len(rows),
+        median_error=statistics.median(errors),
+        worst_error=max(errors),
+    )
+
+
+def score(rec: Reconciliation, estimated: Sequence[int], measured: Sequence[int]) -> Reconciliation:
+    """`rec` with its errors over these requests (for one set by hand or borrowed:
+    `fitted_on` stays 0)."""
+    rows = [(e, m, i) for i, (e, m) in enumerate(zip(estimated, measured, strict=True)) if m > 0]
+    if not rows:
+        return rec
+    return replace(_scored(rec, rows), fitted_on=0)
