@@ -104,7 +104,7 @@ def fit(
         groups.setdefault(stretch, []).append((e, m))
         first_step.setdefault(stretch, step)
     pairs = [(e, m) for e, m, _ in rows]
-    scale = _slope(list(groups.values())) if len(pairs) >= MIN_FOR_SCALE else 1.0
+    scale = _slope(list(groups.values())) if _spread_out(pairs) else 1.0
     overheads = {
         k: round(statistics.median(m - scale * e for e, m in g)) for k, g in groups.items()
     }
@@ -112,6 +112,18 @@ def fit(
     later = tuple((first_step[k], overheads[k]) for k in sorted(overheads) if k != first)
     rec = Reconciliation(scale, overheads[first], later=later)
     return _scored(rec, [(e, m, step) for e, m, (_, step) in rows])
+
+
+def _spread_out(pairs: list[tuple[int, int]]) -> bool:
+    """Whether the estimates vary enough to tell a scale from an overhead: at least
+    MIN_FOR_SCALE requests, and their middle 80% spanning 10% of the median or more (a
+    run whose requests are all about one size fits the overhead alone)."""
+    if len(pairs) < MIN_FOR_SCALE:
+        return False
+    ordered = sorted(e for e, _ in pairs)
+    trim = max(1, len(ordered) // 10)
+    low, high = ordered[trim], ordered[-1 - trim]
+    return high - low >= 0.1 * max(statistics.median(ordered), 1)
 
 
 def _slope(groups: list[list[tuple[int, int]]]) -> float:

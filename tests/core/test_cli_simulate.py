@@ -163,3 +163,40 @@ def test_prices_can_be_chosen_and_edited(tmp_path):
     assert openai < anthropic and doubled == pytest.approx(anthropic * 2, rel=1e-6)
     bad = cli(path, "--price", "gold=1")
     assert bad.returncode == 2 and "unknown price 'gold'" in bad.stderr
+
+
+def _measured(rounds: int = 12, unlogged: int = 5_000) -> dict:
+    """A native log whose every response measured its request as about a quarter of the
+    history's characters plus `unlogged` tokens the log does not hold."""
+    data = native(rounds, 2_000)
+    chars = 0
+    for message in data["runs"][0]["messages"]:
+        if message["role"] == "assistant":
+            message["usage"] = {"input_tokens": chars // 4 + unlogged, "output_tokens": 10}
+        chars += len(json.dumps(message["content"]))
+    return data
+
+
+def test_runs_carry_their_reconciliation_and_steps_their_estimated_and_measured(tmp_path):
+    path = tmp_path / "measured.json"
+    path.write_text(json.dumps(_measured()))
+    (run,) = json.loads(cli(str(path), "--estimator", "chars4", "--json", "--steps").stdout)["runs"]
+    assert run["policy"] == "as_logged"
+    rec = run["reconciliation"]
+    assert rec["fitted_on"] == 13 and rec["source"] == "fitted"
+    assert abs(rec["overhead"] - 5_000) <= 500
+    assert run["measured_cost"] is not None
+    for record in run["step_records"]:
+        assert {"sent", "estimated", "measured"} <= set(record)
+        assert abs(record["sent"] - record["measured"]) <= 0.05 * record["measured"]
+    plain = json.loads(
+        cli(str(path), "--estimator", "chars4", "--json", "--steps", "--no-reconcile").stdout
+    )["runs"][0]
+    assert plain["reconciliation"] is None
+    assert all(r["sent"] == r["estimated"] for r in plain["step_records"])
+    set_by_hand = json.loads(
+        cli(str(path), "--estimator", "chars4", "--json", "--overhead", "0", "--scale", "1").stdout
+    )["runs"][0]["reconciliation"]
+    assert set_by_hand["overhead"] == 0 and set_by_hand["source"] == "set"
+    bad = cli(str(path), "--scale", "0")
+    assert bad.returncode == 2 and "expected a ratio above 0" in bad.stderr

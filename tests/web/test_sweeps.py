@@ -37,7 +37,7 @@ def test_the_form_preselects_a_collections_runs(alice_client, fleet):
     assert page.status_code == 200
     for run in fleet:
         assert f'value="{run.public_id}" checked' in html
-    assert 'value="turns" id="id_policies_1" checked' in html
+    assert 'value="turns" id="id_policies_2" checked' in html
     assert "mythex" in html and "deepagents" in html  # choices from the registry
 
 

@@ -1,0 +1,91 @@
+"""Reconciliation: the fit recovers a known scale and overhead from noisy usage, one odd
+request does not move it, short runs fit the overhead alone, and a stretch after a
+logged compaction gets an overhead of its own."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextsim.reconcile import Reconciliation, fit, score
+
+
+def _noisy(estimated: list[int], scale: float, overhead: int, noise: list[float]) -> list[int]:
+    return [round((scale * e + overhead) * (1 + n)) for e, n in zip(estimated, noise, strict=True)]
+
+
+# A run's requests grow as its history does: a first size, then what each step adds.
+runs = st.tuples(
+    st.integers(100, 30_000), st.lists(st.integers(300, 6_000), min_size=7, max_size=59)
+).map(lambda t: [t[0] + sum(t[1][:i]) for i in range(len(t[1]) + 1)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    estimated=runs,
+    scale=st.floats(0.8, 1.6),
+    overhead=st.integers(0, 40_000),
+    data=st.data(),
+)
+def test_the_fit_recovers_a_known_scale_and_overhead_from_noisy_usage(
+    estimated, scale, overhead, data
+):
+    noise = data.draw(
+        st.lists(st.floats(-0.01, 0.01), min_size=len(estimated), max_size=len(estimated))
+    )
+    found = fit(estimated, _noisy(estimated, scale, overhead, noise))
+    assert found is not None and found.fitted_on == len(estimated)
+    for e in (min(estimated), max(estimated)):
+        truth = scale * e + overhead
+        assert abs(found.tokens(e) - truth) <= 0.03 * truth
+    assert found.median_error is not None and found.median_error <= 0.02
+
+
+@settings(max_examples=60, deadline=None)
+@given(estimated=runs, scale=st.floats(0.8, 1.6), overhead=st.integers(0, 40_000), data=st.data())
+def test_one_odd_request_moves_the_fit_by_at_most_two_percent(estimated, scale, overhead, data):
+    measured = _noisy(estimated, scale, overhead, [0.0] * len(estimated))
+    before = fit(estimated, measured)
+    odd = data.draw(st.integers(0, len(estimated) - 1))
+    factor = data.draw(st.sampled_from([0.2, 0.5, 3.0, 10.0]))
+    measured[odd] = round(measured[odd] * factor)
+    after = fit(estimated, measured)
+    assert before is not None and after is not None
+    for e in estimated:
+        assert abs(after.tokens(e) - before.tokens(e)) <= 0.02 * before.tokens(e)
+
+
+def test_a_run_of_three_requests_fits_the_overhead_alone():
+    found = fit([100, 5_000, 9_000], [25_100, 30_000, 34_000])
+    assert found is not None
+    assert found.scale == 1.0 and found.overhead == 25_000
+
+
+def test_nothing_measured_fits_nothing():
+    assert fit([100, 200], [0, 0]) is None
+    assert fit([], []) is None
+
+
+def test_a_stretch_after_a_compaction_has_its_own_overhead():
+    estimated = [1_000, 20_000, 40_000, 60_000, 2_000, 22_000, 42_000]
+    measured = [51_000, 70_000, 90_000, 110_000, 34_000, 54_000, 74_000]
+    stretches = [(0, 0), (0, 1), (0, 2), (0, 3), (1, 4), (1, 5), (1, 6)]
+    found = fit(estimated, measured, stretches)
+    assert found is not None
+    assert found.scale == pytest.approx(1.0)
+    assert found.overhead == 50_000 and found.later == ((4, 32_000),)
+    assert found.at(3).tokens(60_000) == 110_000 and found.at(5).tokens(22_000) == 54_000
+    assert found.worst_error == pytest.approx(0.0)
+
+
+def test_a_reconciliation_set_by_hand_is_scored_not_fitted():
+    chosen = score(Reconciliation(1.0, 1_000, source="set"), [1_000, 2_000], [2_000, 4_000])
+    assert chosen.fitted_on == 0 and chosen.source == "set"
+    assert chosen.median_error == pytest.approx(0.125)
+
+
+@pytest.mark.parametrize("scale", [0, -1, 1_000])
+def test_an_impossible_scale_is_refused_naming_it(scale):
+    with pytest.raises(ValueError, match="scale: expected a ratio"):
+        Reconciliation(scale, 0)
