@@ -26,9 +26,9 @@ from contextsim.policies import POLICIES
 from contextsim.policies.base import make_params, param_fields
 from contextsim.prices import ModelFacts, model_facts, run_limits, run_measured_cost
 from contextsim.problems import detect
-from contextsim.reconcile import Reconciliation, score
+from contextsim.reconcile import Reconciliation
 from contextsim.report import load_runs, readable, simulation_summary
-from contextsim.simulate import MAX_TOKENS, REPLAY, reconcile_skeleton, simulate
+from contextsim.simulate import REPLAY, reconciliation, simulate
 from contextsim.skeleton import Skeleton, build, reference_tokens
 
 
@@ -124,20 +124,7 @@ def _reconciliation(
     """The run's fit, unless --no-reconcile; --overhead and --scale replace its terms."""
     if args.no_reconcile:
         return None
-    fitted = reconcile_skeleton(sk, count, prices)
-    if args.overhead is None and args.scale is None:
-        return fitted
-    base = fitted or Reconciliation(1.0, 0)
-    chosen = Reconciliation(
-        args.scale if args.scale is not None else base.scale,
-        args.overhead if args.overhead is not None else base.overhead,
-        source="set",
-    )
-    replay = simulate(
-        sk, REPLAY, budget=MAX_TOKENS, hard_limit=MAX_TOKENS, count=count, prices=prices
-    )
-    pairs = [(r.estimated, r.measured) for r in replay.records if r.measured]
-    return score(chosen, [e for e, _ in pairs], [m for _, m in pairs])
+    return reconciliation(sk, count, prices, overhead=args.overhead, scale=args.scale)
 
 
 def _prices(preset: str | None, overrides: list[str], facts: ModelFacts | None = None) -> Prices:

@@ -15,11 +15,12 @@ from typing import Any, NamedTuple
 from contextsim.accounting import Accountant
 from contextsim.costs import PRESETS, Prices, measured_cost, per_token
 from contextsim.estimators import MESSAGE_OVERHEAD, Estimator
+from contextsim.memo import per_skeleton
 from contextsim.model import Run, Usage
 from contextsim.policies import POLICIES
 from contextsim.policies.base import Context, Plan, Planner, Statics
 from contextsim.prices import usage_cost
-from contextsim.reconcile import Reconciliation, fit
+from contextsim.reconcile import Reconciliation, fit, score
 from contextsim.skeleton import Skeleton, build, without_artifacts
 
 REPLAY = "as_logged"
@@ -82,6 +83,13 @@ class Simulation:
 
     def kept_by_kind(self, step: int) -> tuple[int, ...]:
         return self.accountant.kept_by_kind(self.records[step].plan)
+
+    def estimated_cached(self, step: int) -> int:
+        """The cached prefix of `step` as the estimator counts it (tokens; the record's
+        `cached` is reconciled when the simulation is)."""
+        if step == 0:
+            return 0
+        return self.accountant.cached(self.records[step - 1].plan, self.records[step].plan)
 
     def counts(self, step: int) -> tuple[int, int, int, int]:
         """Messages cleared, truncated, summarized and offloaded at `step`."""
@@ -177,6 +185,35 @@ def reconcile_skeleton(
         if r.measured
     ]
     return fit([e for e, _, _ in rows], [m for _, m, _ in rows], [k for _, _, k in rows])
+
+
+def reconciliation(
+    sk: Skeleton,
+    count: Callable[[str], int],
+    prices: Prices = PRESETS["anthropic"],
+    *,
+    overhead: int | None = None,
+    scale: float | None = None,
+) -> Reconciliation | None:
+    """The run's reconciliation: fitted (reconcile_skeleton, kept while the skeleton
+    lives), or with `overhead` (tokens) and/or `scale` set by the person in place of the
+    fitted terms, scored against the measured requests (source "set")."""
+    fitted = per_skeleton(
+        sk, ("reconciliation", prices), lambda: reconcile_skeleton(sk, count, prices)
+    )
+    if overhead is None and scale is None:
+        return fitted
+    base = fitted or Reconciliation(1.0, 0)
+    chosen = Reconciliation(
+        scale if scale is not None else base.scale,
+        overhead if overhead is not None else base.overhead,
+        source="set",
+    )
+    replay = simulate(
+        sk, REPLAY, budget=MAX_TOKENS, hard_limit=MAX_TOKENS, count=count, prices=prices
+    )
+    pairs = [(r.estimated, r.measured) for r in replay.records if r.measured]
+    return score(chosen, [e for e, _ in pairs], [m for _, m in pairs])
 
 
 def _usage_cost(prices: Prices, usage: Usage) -> float:

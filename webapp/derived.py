@@ -61,6 +61,8 @@ def stored_run(run: Run) -> core.Run:
         parent_session_id=run.parent_session_id,
         subagent=run.subagent,
         compactions=compactions,
+        context_window=run.context_window,
+        harness_version=run.harness_version,
     )
 
 

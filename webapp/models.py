@@ -96,6 +96,9 @@ class Run(models.Model):
     parent_session_id = models.CharField(max_length=200, blank=True)
     subagent = models.BooleanField(default=False)
     compactions = models.JSONField(default=list, blank=True)
+    context_window = models.PositiveIntegerField(null=True, blank=True)
+    """The window the log states (tokens), if it states one."""
+    harness_version = models.CharField(max_length=40, blank=True)
     message_count = models.PositiveIntegerField(default=0)
     request_count = models.PositiveIntegerField(default=0)
     requests_with_usage = models.PositiveIntegerField(default=0)

@@ -16,7 +16,7 @@ from contextsim.policies.base import changed_params, make_params, param_fields
 from contextsim.simulate import MAX_TOKENS
 from contextsim.sweep import Config
 
-DEFAULTS = {"policy": "mythex", "budget": 400_000, "hard_limit": 1_000_000, "estimator": "o200k"}
+DEFAULTS = {"policy": "as_logged", "budget": 400_000, "hard_limit": 1_000_000, "estimator": "o200k"}
 
 
 class BadQuery(ValueError):
@@ -34,6 +34,12 @@ class ViewState:
     estimator: str
     compare: str
     compare_params: Any
+    reconcile: bool = True
+    """Whether sizes are reconciled with the run's measured usage (docs/truth.md)."""
+    overhead: int | None = None
+    """Unlogged tokens per request set by the person (None: fitted)."""
+    scale: float | None = None
+    """Provider tokens per estimator token set by the person (None: fitted)."""
 
     def query(self, **override: Any) -> str:
         """The query string of this state, defaults left out (short permalinks)."""
@@ -43,6 +49,9 @@ class ViewState:
             "hard_limit": self.hard_limit,
             "estimator": self.estimator,
             "compare": self.compare,
+            "reconcile": "" if self.reconcile else "off",
+            "overhead": self.overhead,
+            "scale": self.scale,
             **{k: _text(v) for k, v in changed_params(self.params).items()},
             **override,
         }
@@ -114,15 +123,52 @@ def read_state(query: QueryDict, estimators: dict[str, Estimator] | None = None)
         estimator=_choice(query, "estimator", estimators or ESTIMATORS),
         compare=compare,
         compare_params=_params(compare, QueryDict()) if compare else None,
+        reconcile=_reconcile(query),
+        overhead=_overhead(query),
+        scale=_scale(query),
     )
+
+
+def _reconcile(query: QueryDict) -> bool:
+    raw = query.get("reconcile", "")
+    if raw not in ("", "fit", "off"):
+        raise BadQuery(f"reconcile: expected fit or off, got {raw!r}")
+    return raw != "off"
+
+
+def _overhead(query: QueryDict) -> int | None:
+    raw = query.get("overhead", "").replace(",", "").replace("_", "")
+    if raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadQuery(f"overhead: expected a whole number of tokens, got {raw!r}") from None
+    if not 0 <= value <= MAX_TOKENS:
+        raise BadQuery(f"overhead: expected between 0 and {MAX_TOKENS:,} tokens, got {value:,}")
+    return value
+
+
+def _scale(query: QueryDict) -> float | None:
+    raw = query.get("scale", "")
+    if raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadQuery(f"scale: expected a ratio such as 1.2, got {raw!r}") from None
+    if not 0 < value <= 100:
+        raise BadQuery(f"scale: expected a ratio above 0 and at most 100, got {raw!r}")
+    return value
 
 
 def form_values(query: QueryDict) -> dict[str, str]:
     """What the controls show: the query's values (even bad ones, so the person sees what
     they asked for) over the defaults."""
     values = {k: str(v) for k, v in DEFAULTS.items()}
-    values["compare"] = ""
-    values.update({k: query[k] for k in (*DEFAULTS, "compare") if k in query})
+    values.update(compare="", reconcile="", overhead="", scale="")
+    extra = ("compare", "reconcile", "overhead", "scale")
+    values.update({k: query[k] for k in (*DEFAULTS, *extra) if k in query})
     try:
         values["slider_max"] = str(max(int(values["hard_limit"]), int(values["budget"])))
     except ValueError:

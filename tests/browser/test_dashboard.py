@@ -39,23 +39,24 @@ def test_moving_the_budget_redraws_in_place_and_the_url_reproduces_the_view(page
 
 
 def test_clicking_a_problem_marker_opens_the_step_inspector(page, run):
-    open_dashboard(page, run, "?budget=8000")
+    open_dashboard(page, run, "?policy=mythex&budget=8000")
     marker = page.evaluate(
         """() => {
           const box = document.getElementById('chart');
           box.scrollIntoView({block: 'center'});
           const trace = box.data.findIndex(t => t.name === 'problems');
-          const step = box.data[trace].x[0];
+          const last = box.data[trace].x.length - 1;  // off the axis, where a click lands
+          const step = box.data[trace].x[last];
           const xa = box._fullLayout.xaxis, ya = box._fullLayout.yaxis;
           const rect = box.querySelector('.nsewdrag').getBoundingClientRect();
-          return {step, x: rect.left + xa.l2p(step), y: rect.top + ya.l2p(box.data[trace].y[0])};
+          return {step, x: rect.left + xa.l2p(step), y: rect.top + ya.l2p(box.data[trace].y[last])};
         }"""
     )
     # Plotly picks the clicked point from the last hover: hover first, then click.
     page.mouse.move(marker["x"], marker["y"])
     page.wait_for_timeout(300)
     page.mouse.click(marker["x"], marker["y"])
-    page.wait_for_url(re.compile(rf"/steps/{marker['step']}/\?budget=8000$"))
+    page.wait_for_url(re.compile(rf"/steps/{marker['step']}/\?policy=mythex&budget=8000$"))
     assert page.locator("h1").inner_text().startswith(f"Step {marker['step']}")
 
 
@@ -81,7 +82,7 @@ def test_comparing_two_policies_shows_both(page, run):
 
 
 def test_changing_the_policy_replaces_its_parameter_controls(page, run):
-    open_dashboard(page, run)
+    open_dashboard(page, run, "?policy=mythex")
     assert page.locator("#policy-params input[name=batch]").count() == 1
     page.select_option("select[name=policy]", "turns")
     page.wait_for_url(re.compile(r"policy=turns"))

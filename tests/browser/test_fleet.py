@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_a_policy_change_redraws_the_fleet_and_a_rejection_opens_its_step(page, fleet):
     collection = fleet[0].collection
     page.goto(
-        f"{page.base}/collections/{collection.public_id}/?budget=10000&hard_limit=40000&estimator=chars4"
+        f"{page.base}/collections/{collection.public_id}/?policy=mythex&budget=10000&hard_limit=40000&estimator=chars4"
     )
     page.locator("[data-figure='fleet-data'] .main-svg").first.wait_for()
     assert "3 of 3" in page.locator("dl.cards").inner_text()

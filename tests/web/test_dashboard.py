@@ -48,6 +48,9 @@ def run(alice) -> Run:
 
 
 def get(client: Client, name: str, run: Run, *args, htmx: bool = False, **query):
+    """The page, under mythex unless the query names a policy (as_logged, the default,
+    sends everything: these tests are about a policy that clears and cuts)."""
+    query.setdefault("policy", "mythex")
     headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
     return client.get(reverse(name, args=[run.public_id, *args]), query, **headers)
 
@@ -90,7 +93,10 @@ def test_control_change_returns_only_the_analysis_and_pushes_the_canonical_url(a
     assert page.lstrip().startswith('<div id="analysis">')
     assert 'id="policy-params" class="params" hx-swap-oob="true"' in page
     assert "<html" not in page
-    assert response["HX-Push-Url"] == reverse("run", args=[run.public_id]) + "?budget=8000"
+    assert (
+        response["HX-Push-Url"]
+        == reverse("run", args=[run.public_id]) + "?policy=mythex&budget=8000"
+    )
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,9 @@ def test_the_fleet_shows_turns_rejecting_every_subagent_and_mythex_none(alice_cl
     mythex = _page(alice_client, fleet, policy="mythex", **SCALED).content.decode()
     assert "8 of 8" in mythex and "no: rejected at step" not in mythex
     for run in fleet:
-        assert f"/runs/{run.public_id}/?budget=10000&amp;hard_limit=40000" in mythex
+        assert (
+            f"/runs/{run.public_id}/?policy=mythex&amp;budget=10000&amp;hard_limit=40000" in mythex
+        )
     assert 'data-figure="fleet-data"' in mythex and '"fleet-data"' in mythex
 
 

@@ -6,10 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from contextsim.costs import PRESETS, Prices
 from contextsim.estimators import ESTIMATORS, Estimator
 from contextsim.model import KINDS
+from contextsim.prices import model_facts, run_measured_cost
 from contextsim.problems import Problem, detect
-from contextsim.simulate import Simulation, simulate
+from contextsim.reconcile import Reconciliation
+from contextsim.simulate import Simulation, reconciliation, simulate
 from webapp.charts.composition import composition_figure
 from webapp.derived import skeleton_of
 from webapp.models import Run
@@ -23,14 +26,38 @@ class Analysis:
     main: Simulation
     problems: list[Problem]
     other: Simulation | None
+    reconciliation: Reconciliation | None = None
+    prices: Prices | None = None
+    measured_cost: float | None = None
+
+
+def run_prices(run: Run) -> Prices:
+    """The run's model's prices from genai-prices, else the preset of its provider."""
+    facts = model_facts(run.model)
+    if facts is not None:
+        return facts.prices
+    return PRESETS["openai" if run.format in ("codex", "openai") else "anthropic"]
 
 
 def analyse(run: Run, state: ViewState, estimators: dict[str, Estimator] | None = None) -> Analysis:
-    """Simulate the state's policy (and the compared one) on the run."""
+    """Simulate the state's policy (and the compared one) on the run, sizes reconciled
+    with its measured usage unless the state says not to (docs/truth.md)."""
     counter = (estimators or ESTIMATORS)[state.estimator]
     sk = skeleton_of(run, state.estimator, counter)
     count = counter.count
-    limits = {"budget": state.budget, "hard_limit": state.hard_limit, "count": count}
+    prices = run_prices(run)
+    rec = (
+        reconciliation(sk, count, prices, overhead=state.overhead, scale=state.scale)
+        if state.reconcile
+        else None
+    )
+    limits = {
+        "budget": state.budget,
+        "hard_limit": state.hard_limit,
+        "count": count,
+        "prices": prices,
+        "reconcile": rec,
+    }
     try:
         main = simulate(sk, state.policy, state.params, **limits)
         other = (
@@ -38,7 +65,8 @@ def analyse(run: Run, state: ViewState, estimators: dict[str, Estimator] | None 
         )
     except ValueError as exc:  # a policy that cannot work with these settings says why
         raise BadQuery(f"{state.policy}: {exc}") from None
-    return Analysis(state, main, detect(main), other)
+    cost = run_measured_cost(run.model, sk.usage, prices)
+    return Analysis(state, main, detect(main), other, rec, prices, cost)
 
 
 def figure(result: Analysis) -> dict[str, Any]:
@@ -52,7 +80,7 @@ def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict
     sim = result.main
     record = sim.records[step]
     items = trace.inspect_items(run, sim, step, 0, 10**9)
-    cached_until = _cached_until(items, record.cached)
+    cached_until = _cached_until(items, sim.estimated_cached(step))
     start = max(0, min(start, max(len(items) - INSPECT_PAGE, 0)))
     page = trace.inspect_items(run, sim, step, start, INSPECT_PAGE)
     later = [p.step for p in result.problems if p.step > step and p.severity != "info"]

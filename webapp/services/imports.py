@@ -146,6 +146,8 @@ def save_run(
             {"before_message": c.before_message, "pre_tokens": c.pre_tokens, "trigger": c.trigger}
             for c in run.compactions
         ],
+        context_window=run.context_window,
+        harness_version=run.harness_version[:40],
         message_count=len(run.messages),
         request_count=core.request_count(run),
         requests_with_usage=len(measured),
