@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from contextsim.accounting import Accountant
 from contextsim.memo import per_skeleton
-from contextsim.simulate import Simulation
+from contextsim.simulate import REPLAY, Simulation, compaction_steps
 from contextsim.skeleton import Skeleton
 
 KINDS = (
@@ -100,14 +100,28 @@ def _limits(sim: Simulation) -> list[Problem]:
 
 
 def _underestimates(sim: Simulation, reference: tuple[int, ...] | None) -> list[Problem]:
+    """Requests the harness's own count said fit the budget and the provider's count
+    (reconciled, else measured usage or a reference tokenizer) says do not: the seed
+    incident. The text names the cause: the estimator or the unlogged part."""
     ref_acct = None
     if reference is not None:
         ref_acct = Accountant(sim.skeleton, sim.statics, reference)
+    rec = sim.reconciliation
     out = []
     for r in sim.records:
-        if r.sent > sim.budget:
-            continue
-        if r.measured is not None and r.full:
+        if r.estimated > sim.budget:
+            continue  # the harness knew it did not fit: over_budget says so
+        cause = ""
+        if rec is not None:
+            actual, source = r.sent, "the provider's count (reconciled)"
+            undercount = round((rec.scale - 1) * r.estimated)
+            overhead = r.sent - r.estimated - undercount
+            cause = (
+                f"; mostly the unlogged part ({overhead:,} tokens the log does not hold)"
+                if overhead >= undercount
+                else f"; mostly the estimator (the provider counts x{rec.scale:.2f})"
+            )
+        elif r.measured is not None and r.full:
             # The estimator's error on this history applies to what the policy sends.
             actual, source = round(r.sent * r.measured / r.full), "measured usage"
         elif ref_acct is not None:
@@ -121,16 +135,52 @@ def _underestimates(sim: Simulation, reference: tuple[int, ...] | None) -> list[
                     r.step,
                     "underestimate",
                     "error" if actual > sim.hard_limit else "warning",
-                    f"{sim.skeleton.estimator} estimated {r.sent:,} tokens (fits the "
-                    f"{sim.budget:,} budget) but {source} says about {actual:,}: over the {limit}",
+                    f"{sim.skeleton.estimator} estimated {r.estimated:,} tokens (fits the "
+                    f"{sim.budget:,} budget) but {source} says about {actual:,}: over the "
+                    f"{limit}{cause}",
                 )
             )
     return out
 
 
 def _cache_breaks(sim: Simulation) -> list[Problem]:
+    return [*_simulated_cache_breaks(sim), *_measured_cache_misses(sim)]
+
+
+def _measured_cache_misses(sim: Simulation) -> list[Problem]:
+    """Under as_logged: requests at which the provider's measured cache read fell below
+    what the previous request had read and written (a real cache miss: a changed prefix
+    or an expired cache), except right after a logged compaction, which rewrites it."""
+    if sim.policy != REPLAY:
+        return []
+    usage, out = sim.skeleton.usage, []
+    compacted = set(compaction_steps(sim.skeleton))
+    for k in range(1, len(usage)):
+        before, now = usage[k - 1], usage[k]
+        if before is None or now is None or k in compacted:
+            continue
+        cached_before = before.cache_read + before.cache_write
+        lost = cached_before - now.cache_read
+        if cached_before and lost > max(1_000, cached_before // 20):
+            out.append(
+                Problem(
+                    k,
+                    "cache_break",
+                    "warning",
+                    f"measured: the provider read {now.cache_read:,} tokens from its cache "
+                    f"where the previous request had {cached_before:,} cached: a real cache "
+                    f"miss, {lost:,} tokens written again",
+                )
+            )
+    return out
+
+
+def _simulated_cache_breaks(sim: Simulation) -> list[Problem]:
     out = []
+    replay = sim.policy == REPLAY
     for before, r in zip(sim.records, sim.records[1:], strict=False):
+        if replay and r.measured is not None:
+            continue  # what was sent is measured: its real misses are reported instead
         lost = before.sent - r.cached
         if lost > 0 and lost > before.sent // 20:
             share = lost / before.sent
@@ -227,6 +277,11 @@ def _results(sim: Simulation, streak_limit: int) -> list[Problem]:
     return out
 
 
+FULL_ANSWER = 200
+"""Tokens of a subagent's final answer from which it is taken as a full report of its
+work, not a stop to check (a subagent that wrote a long answer finished its task)."""
+
+
 def _ending(sim: Simulation, typical_steps: int | None) -> list[Problem]:
     sk = sim.skeleton
     if not sim.records:
@@ -244,7 +299,7 @@ def _ending(sim: Simulation, typical_steps: int | None) -> list[Problem]:
                 "saying it was saving space: old results are cleared for it",
             )
         )
-    elif sk.final_answer and sk.subagent and share < 0.3:
+    elif sk.final_answer and sk.subagent and share < 0.3 and sk.tokens[-1] < FULL_ANSWER:
         out.append(
             Problem(
                 last.step,

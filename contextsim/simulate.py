@@ -7,7 +7,7 @@ for it with prefix sums: O((S + M) log M) per configuration, no request is copie
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -221,6 +221,18 @@ def _usage_cost(prices: Prices, usage: Usage) -> float:
     applied), else the flat prices'."""
     found = usage_cost(prices.model, usage) if prices.model else None
     return measured_cost(prices, usage) if found is None else found
+
+
+def compaction_steps(sk: Skeleton) -> list[int]:
+    """The first step after each compaction the log records (the first request whose
+    history holds the compaction's summary), in order; compactions after the last
+    request are left out."""
+    out: list[int] = []
+    for boundary in sorted(sk.compactions):
+        k = bisect_right(sk.ends, boundary)
+        if k < len(sk.ends) and (not out or out[-1] != k):
+            out.append(k)
+    return out
 
 
 def simulate_run(

@@ -114,3 +114,52 @@ def test_underestimate_uses_the_reference_when_nothing_was_measured():
     reference = tuple(t * 2 for t in sk.tokens)
     flagged = [p for p in detect(sim, reference=reference) if p.kind == "underestimate"]
     assert flagged and "the reference tokenizer" in flagged[0].detail
+
+
+def test_a_subagent_that_ends_with_a_full_answer_is_not_flagged_but_a_terse_one_is():
+    from contextsim.simulate import simulate_run
+
+    def ending(answer: str) -> list[str]:
+        run = Run(
+            "sub",
+            (
+                Message("user", (TextPart("read the files"),)),
+                Message("assistant", (TextPart(answer),)),
+            ),
+            subagent=True,
+        )
+        sim = simulate_run(run, ESTIMATORS["chars4"], "none", budget=400_000, hard_limit=10**6)
+        return [p.kind for p in detect(sim)]
+
+    assert "early_stop" in ending("Done.")
+    assert "early_stop" not in ending("Here is what I found in every file. " * 40)
+
+
+def test_a_real_cache_miss_is_a_cache_break_at_its_step_under_as_logged():
+    reads = [0, 900, 1_900, 200, 3_100]  # the provider's cache read fell at step 3
+
+    def usage(i):
+        return Usage(100, cache_read=reads[i], cache_write=1_000, output_tokens=10)
+
+    run = run_of(*rounds(5, usage=usage))
+    found = [p for p in problems(run, "as_logged") if p.kind == "cache_break"]
+    assert [p.step for p in found] == [3]
+    assert (
+        "measured" in found[0].detail and "2,700 tokens written again" in found[0].detail
+    )  # 1,900 + 1,000 - 200
+    assert not [p for p in problems(run, "none") if "measured" in p.detail]
+
+
+def test_an_underestimate_names_the_unlogged_part_or_the_estimator_as_its_cause():
+    from contextsim.reconcile import Reconciliation
+
+    run = run_of(*rounds(3, size=4_000))
+    sk = build(run, EST)
+
+    def causes(rec):
+        sim = simulate(sk, "none", budget=5_000, hard_limit=100_000, count=EST.count, reconcile=rec)
+        return [p.detail for p in detect(sim) if p.kind == "underestimate"]
+
+    assert all("mostly the unlogged part" in d for d in causes(Reconciliation(1.0, 8_000)))
+    assert all("mostly the estimator" in d for d in causes(Reconciliation(3.0, 0)))
+    assert causes(Reconciliation(1.0, 8_000)) and causes(Reconciliation(1.0, 0)) == []

@@ -14,7 +14,7 @@ from typing import Any
 
 from contextsim.model import KINDS
 from contextsim.problems import Problem
-from contextsim.simulate import Simulation
+from contextsim.simulate import Simulation, compaction_steps
 
 MAX_POINTS = 600
 MAX_MARKED = 200
@@ -34,6 +34,7 @@ DISPOSITION_COLOURS = {
     "notes": "#D55E00",
 }
 SHOWN_KINDS = ("system", "user", "assistant", "tool_call", "tool_result")
+UNLOGGED_COLOUR = "#D9D9D9"
 
 
 def plain(text: str) -> str:
@@ -68,24 +69,36 @@ def composition_figure(
     records = [sim.records[k] for k in steps]
     kept = [sim.kept_by_kind(k) for k in steps]
     parts = [sim.composition(k) for k in steps]
+    rec = sim.reconciliation
+    # Reconciled, every layer is in the provider's tokens (x scale) and what the log does
+    # not hold is a layer of its own, so the stack adds up to what is sent.
+    scale = rec.scale if rec is not None else 1.0
     traces: list[dict[str, Any]] = []
+    if rec is not None:
+        ys = [max(r.sent - round(scale * r.estimated), 0) for r in records]
+        if any(ys):
+            traces.append(_area("unlogged (fitted overhead)", steps, ys, UNLOGGED_COLOUR))
     for kind in SHOWN_KINDS:
         i = KINDS.index(kind)
-        ys = [row[i] for row in kept]
+        ys = [round(scale * row[i]) for row in kept]
         if any(ys):
             traces.append(_area(f"kept: {kind.replace('_', ' ')}", steps, ys, KIND_COLOURS[kind]))
     for key, colour in DISPOSITION_COLOURS.items():
-        ys = [p[key] for p in parts]
+        ys = [round(scale * p[key]) for p in parts]
         if any(ys):
             label = {"cleared": "cleared (notes)", "offloaded": "offloaded (stubs)"}.get(key, key)
             traces.append(_area(label, steps, ys, colour))
-    traces.append(line("full history (none)", steps, [r.full for r in records], "#444", "dot"))
+    full = [rec.tokens(r.full) if rec is not None else r.full for r in records]
+    traces.append(line("full history (none)", steps, full, "#444", "dot"))
     if any(r.measured is not None for r in records):
         traces.append(line("measured", steps, [r.measured for r in records], "#7B3294", "solid"))
     if other is not None:
         ys = [other.records[k].sent for k in steps]
         traces.append(line(f"sent by {other.policy}", steps, ys, "#E7298A", "dash"))
     traces.append(_markers(sim, problems))
+    compacted = _compactions(sim)
+    if compacted is not None:
+        traces.append(compacted)
     top = max((y or 0 for t in traces for y in t["y"]), default=0)
     layout = _layout(sim, top)
     if len(steps) == 1:
@@ -142,6 +155,32 @@ def _markers(sim: Simulation, problems: list[Problem]) -> dict[str, Any]:
         "y": [sim.records[k].sent for k in xs],
         "text": [plain(f"{first[k].kind}: {first[k].detail}") for k in xs],
         "marker": {"symbol": "x", "size": 9, "color": "#D55E00"},
+        "hovertemplate": "step %{x}<br>%{text}<extra></extra>",
+    }
+
+
+def _compactions(sim: Simulation) -> dict[str, Any] | None:
+    """A marker on the first request after each compaction the log records, with the
+    measured context before and after it."""
+    steps = compaction_steps(sim.skeleton)
+    if not steps:
+        return None
+    records = sim.records
+    texts = []
+    for k in steps:
+        before, after = records[k - 1].measured if k else None, records[k].measured
+        if before is not None and after is not None:
+            texts.append(f"logged compaction: {before:,} → {after:,} tokens measured")
+        else:
+            texts.append("logged compaction")
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": "logged compaction",
+        "x": steps,
+        "y": [records[k].measured or records[k].sent for k in steps],
+        "text": texts,
+        "marker": {"symbol": "diamond", "size": 12, "color": "#CC79A7", "line": {"width": 1}},
         "hovertemplate": "step %{x}<br>%{text}<extra></extra>",
     }
 

@@ -12,7 +12,7 @@ from contextsim.model import KINDS
 from contextsim.prices import model_facts, run_measured_cost
 from contextsim.problems import Problem, detect
 from contextsim.reconcile import Reconciliation
-from contextsim.simulate import Simulation, reconciliation, simulate
+from contextsim.simulate import Simulation, compaction_steps, reconciliation, simulate
 from webapp.charts.composition import composition_figure
 from webapp.derived import skeleton_of
 from webapp.models import Run
@@ -102,11 +102,26 @@ def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict
         "kept": kept,
         "changes": changes,
         "step_problems": [p for p in result.problems if p.step == step],
+        "compaction_event": _compaction_event(sim, step),
         "previous_step": step - 1 if step > 0 else None,
         "next_step": step + 1 if step + 1 < len(sim.records) else None,
         "next_problem": later[0] if later else None,
         "permalink": result.state.query(),
     }
+
+
+def _compaction_event(sim: Simulation, step: int) -> str:
+    """What the log says happened just before this request, if it compacted there."""
+    if step not in compaction_steps(sim.skeleton):
+        return ""
+    before = sim.records[step - 1].measured if step else None
+    after = sim.records[step].measured
+    text = "the agent compacted its conversation before this request"
+    if before is not None and after is not None:
+        text += f": {before:,} tokens measured before, {after:,} after"
+    if sim.policy != "as_logged":
+        text += f" ({sim.policy} simulates the full history instead)"
+    return text
 
 
 _WORDS = {"k": "kept", "c": "cleared", "t": "truncated", "s": "summarized", "o": "offloaded"}
