@@ -15,8 +15,17 @@ from typing import Literal
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
-Kind = Literal["system", "user", "assistant", "tool_call", "tool_result", "note"]
-KINDS: tuple[Kind, ...] = ("system", "user", "assistant", "tool_call", "tool_result", "note")
+Kind = Literal["system", "user", "assistant", "tool_call", "tool_result", "note", "tools"]
+KINDS: tuple[Kind, ...] = (
+    "system",
+    "user",
+    "assistant",
+    "tool_call",
+    "tool_result",
+    "note",
+    "tools",
+)
+"""Kinds of message, in the order stored skeletons index them (new kinds go last)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +71,18 @@ class ImagePart:
     type: Literal["image"] = "image"
 
 
-Part = TextPart | ThinkingPart | ToolCallPart | ToolResultPart | ImagePart
+@dataclass(frozen=True, slots=True)
+class ToolSpecPart:
+    """One tool definition the request offered the model: its `name` and `definition`,
+    the JSON text sent (description and parameter schema). A system message made only
+    of them is of kind ``tools``."""
+
+    name: str
+    definition: str
+    type: Literal["tool_spec"] = "tool_spec"
+
+
+Part = TextPart | ThinkingPart | ToolCallPart | ToolResultPart | ImagePart | ToolSpecPart
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +129,8 @@ class Message:
         an assistant message with tool calls is a tool call.
         """
         if self.role == "system":
+            if self.parts and all(isinstance(p, ToolSpecPart) for p in self.parts):
+                return "tools"
             return "system"
         if self.role == "tool" or (
             self.parts and all(isinstance(p, ToolResultPart) for p in self.parts)
@@ -148,6 +170,8 @@ def estimator_text(message: Message) -> str:
             pieces.append(part.text)
         elif isinstance(part, ToolCallPart):
             pieces.append(part.name + part.arguments)
+        elif isinstance(part, ToolSpecPart):
+            pieces.append(part.definition)
     return "\n".join(pieces)
 
 

@@ -219,6 +219,8 @@ def _chars(message: Message) -> int:
             total += len(part.text)
         elif part.type == "tool_call":
             total += len(part.name) + len(part.arguments)
+        elif part.type == "tool_spec":
+            total += len(part.definition)
     return total
 
 

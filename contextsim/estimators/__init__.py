@@ -23,6 +23,7 @@ from contextsim.model import (
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
+    ToolSpecPart,
 )
 from contextsim.redaction import counted_text
 
@@ -111,6 +112,8 @@ def content_key(message: Message) -> str:
             h.update(json.dumps([part.id, part.name, part.arguments]).encode())
         elif isinstance(part, ToolResultPart):
             h.update(part.call_id.encode() + b"\0" + part.text.encode())
+        elif isinstance(part, ToolSpecPart):
+            h.update(part.definition.encode())
     return h.hexdigest()
 
 
@@ -125,6 +128,8 @@ def count_parts(message: Message, estimator: Estimator) -> int:
             total += estimator.count(part.name) + estimator.count(counted_text(part.arguments))
         elif isinstance(part, ImagePart):
             total += IMAGE_TOKENS
+        elif isinstance(part, ToolSpecPart):
+            total += estimator.count(part.definition)
     return total
 
 

@@ -24,7 +24,13 @@ from contextsim.formats.base import (
     expect,
     text_of,
 )
-from contextsim.formats.exchanges import features, model_name, parse_chat, tokens
+from contextsim.formats.exchanges import (
+    features,
+    model_name,
+    parse_chat,
+    tokens,
+    tool_definitions,
+)
 from contextsim.model import (
     ImagePart,
     Message,
@@ -114,7 +120,9 @@ class AnthropicImporter:
         expect(path, where, data, dict, "a request body with 'messages'")
         items = expect(path, f"{where}.messages", data.get("messages"), list, "a list")
         system = data.get("system")
-        sent = [] if system is None else [_system(path, f"{where}.system", system)]
+        tools = tool_definitions(path, f"{where}.tools", data.get("tools"))
+        sent = [] if tools is None else [tools]
+        sent += [] if system is None else [_system(path, f"{where}.system", system)]
         sent += [self.message(path, f"{where}.messages[{i}]", m) for i, m in enumerate(items)]
         return tuple(sent), model_name(data)
 

@@ -21,7 +21,15 @@ from itertools import chain, islice
 from typing import Any, Protocol
 
 from contextsim.formats.base import FormatError, Lines, ParsedFile, Source, expect
-from contextsim.model import Message, Part, Run, TextPart, ThinkingPart, ToolCallPart
+from contextsim.model import (
+    Message,
+    Part,
+    Run,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolSpecPart,
+)
 
 TITLE_CHARS = 80
 SNIFF_ENTRIES = 50
@@ -74,6 +82,25 @@ def tokens(path: str, where: str, data: dict[str, Any], key: str, required: bool
     if count < 0:
         raise FormatError(path, f"{where}.{key}", "expected a number of tokens >= 0")
     return count
+
+
+def tool_definitions(path: str, where: str, tools: Any) -> Message | None:
+    """The `tools` a request body offered, as one system message of ToolSpecParts (the
+    provider counts them as part of the prompt), or None when it offered none."""
+    if tools is None:
+        return None
+    expect(path, where, tools, list, "a list of tool definitions")
+    parts = []
+    for i, tool in enumerate(tools):
+        expect(path, f"{where}[{i}]", tool, dict, "a tool definition object")
+        function = tool.get("function")
+        name = tool.get("name") or (function.get("name") if isinstance(function, dict) else "")
+        parts.append(ToolSpecPart(str(name or tool.get("type") or f"tool {i}"), _json(tool)))
+    return Message("system", tuple(parts), source=where) if parts else None
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def model_name(data: dict[str, Any]) -> str:

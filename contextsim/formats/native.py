@@ -30,6 +30,7 @@ from contextsim.model import (
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
+    ToolSpecPart,
     Usage,
 )
 
@@ -204,10 +205,13 @@ def _part(path: str, where: str, data: Any) -> Part:
         return ToolResultPart(text("call_id"), text("text"), bool(data.get("is_error", False)))
     if kind == "image":
         return ImagePart(str(data.get("media_type") or ""))
+    if kind == "tool_spec":
+        return ToolSpecPart(text("name"), arguments_text(data.get("definition")))
     raise FormatError(
         path,
         f"{where}.type",
-        f"unknown part type {kind!r}; expected text, thinking, tool_call, tool_result or image",
+        f"unknown part type {kind!r}; expected text, thinking, tool_call, tool_result, "
+        "image or tool_spec",
     )
 
 
@@ -223,6 +227,8 @@ def part_to_dict(part: Part) -> dict[str, Any]:
         if part.is_error:
             out["is_error"] = True
         return out
+    if isinstance(part, ToolSpecPart):
+        return {"type": part.type, "name": part.name, "definition": part.definition}
     return {"type": part.type, "media_type": part.media_type}
 
 

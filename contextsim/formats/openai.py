@@ -38,6 +38,7 @@ from contextsim.formats.exchanges import (
     parse_chat,
     rebuild,
     tokens,
+    tool_definitions,
 )
 from contextsim.model import ROLES as MODEL_ROLES
 from contextsim.model import (
@@ -108,8 +109,9 @@ class OpenAIImporter:
         """The messages of a request body and its model."""
         expect(path, where, data, dict, "a request body with 'messages'")
         items = expect(path, f"{where}.messages", data.get("messages"), list, "a list")
+        tools = tool_definitions(path, f"{where}.tools", data.get("tools"))
         sent = tuple(self.message(path, f"{where}.messages[{i}]", m) for i, m in enumerate(items))
-        return sent, model_name(data)
+        return ((tools, *sent) if tools else sent), model_name(data)
 
     def response(self, path: str, where: str, data: Any) -> tuple[Message | None, str]:
         """The first choice's message with the response's usage; None for an error."""

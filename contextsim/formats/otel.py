@@ -43,7 +43,7 @@ from contextsim.formats.base import (
     expect,
     text_of,
 )
-from contextsim.formats.exchanges import Exchange, rebuild, title_of
+from contextsim.formats.exchanges import Exchange, rebuild, title_of, tool_definitions
 from contextsim.formats.openai import OpenAIImporter
 from contextsim.model import ROLES as MODEL_ROLES
 from contextsim.model import (
@@ -185,6 +185,10 @@ def _call(attrs: Attrs) -> tuple[Exchange, bool]:
         outputs = tuple(_indexed(attrs, "gen_ai.completion"))
     system = _messages(attrs, "gen_ai.system_instructions")
     request = request if system is None else (*system, *(request or ()))
+    if values.get("gen_ai.tool.definitions") is not None:
+        key = "gen_ai.tool.definitions"
+        tools = tool_definitions(attrs.path, attrs.at(key), _decoded(values[key]))
+        request = request if tools is None else (tools, *(request or ()))
     response, usage = (outputs[0] if outputs else None), _usage(attrs)
     if usage is not None:
         response = replace(response or Message("assistant", (), source=attrs.where), usage=usage)

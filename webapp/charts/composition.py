@@ -21,6 +21,7 @@ MAX_MARKED = 200
 
 # Okabe-Ito, a palette that stays distinct for the common forms of colour blindness.
 KIND_COLOURS = {
+    "tools": "#555555",
     "system": "#000000",
     "user": "#56B4E9",
     "assistant": "#009E73",
@@ -33,7 +34,7 @@ DISPOSITION_COLOURS = {
     "offloaded": "#F0E442",
     "notes": "#D55E00",
 }
-SHOWN_KINDS = ("system", "user", "assistant", "tool_call", "tool_result")
+SHOWN_KINDS = ("tools", "system", "user", "assistant", "tool_call", "tool_result")
 UNLOGGED_COLOUR = "#D9D9D9"
 
 

@@ -99,6 +99,8 @@ def part_text(part: dict[str, Any]) -> str:
         return f"{part.get('name')}({part.get('arguments')})"
     if kind == "tool_result":
         return str(part.get("text", ""))
+    if kind == "tool_spec":
+        return f"tool {part.get('name')}: {part.get('definition')}"
     return f"[{kind} {part.get('media_type', '')}]"
 
 

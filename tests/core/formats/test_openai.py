@@ -330,7 +330,19 @@ def test_inspect_corpus_log_has_five_measured_requests(corpus):
     assert summary["requests"] == summary["requests_with_usage"] == 5
     assert summary["max_measured_context"] == 5915
     assert summary["tool_calls"] == 4
-    assert run.messages[0].text.startswith("Use the web browser tool")
+    # The request's 8 tool schemas are sent, so they are counted: a "tools" message first.
+    tools = run.messages[0]
+    assert tools.kind == "tools" and len(tools.parts) == 8
+    with path.open() as f:
+        request = json.load(f)["samples"][0]["events"]
+    names = {
+        t["function"]["name"]
+        for e in request
+        if e.get("event") == "model"
+        for t in e["call"]["request"]["tools"]
+    }
+    assert {p.name for p in tools.parts} == names
+    assert run.messages[1].text.startswith("Use the web browser tool")
 
 
 def test_openhands_corpus_events_are_not_claimed(corpus):
