@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
-from contextsim.model import Run
+from contextsim.model import Message, Run
 
 SNIFF_LINES = 20
 """How many JSONL records format detection looks at."""
@@ -222,3 +222,11 @@ def arguments_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value if value is not None else {}, ensure_ascii=False)
+
+
+def without_unsent_tail(messages: list[Message]) -> list[Message]:
+    """`messages` up to the last assistant message: for a log that shows the agent had
+    finished there (a finish action, a call count that says so), what came after it
+    (the last action's output) was never sent, so no request is pending."""
+    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+    return messages[: last + 1] if last >= 0 else messages

@@ -47,6 +47,7 @@ from contextsim.formats.base import (
     arguments_text,
     expect,
     text_of,
+    without_unsent_tail,
 )
 from contextsim.formats.exchanges import model_name, title_of, tokens
 from contextsim.formats.openai import OpenAIImporter
@@ -94,7 +95,10 @@ class OpenHandsImporter:
         builder = _Builder(path)
         for i, event in enumerate(events):
             builder.add(f"$[{i}]", event)
-        run = Run(title_of(builder.messages), tuple(builder.messages), self.name, builder.model)
+        messages = builder.messages
+        if builder.finished:
+            messages = without_unsent_tail(messages)  # after finish, nothing was sent
+        run = Run(title_of(messages), tuple(messages), self.name, builder.model)
         return ParsedFile(self.name, (run,), builder.warnings())
 
 
@@ -115,6 +119,7 @@ class _Builder:
         self.model = ""
         self.responses: set[str] = set()  # model responses already made into messages
         self.skipped: Counter[str] = Counter()
+        self.finished = False  # the agent took its finish action
 
     def add(self, where: str, event: Any) -> None:
         """Append the message `event` contributes, if any; count it as skipped if none."""
@@ -128,6 +133,8 @@ class _Builder:
         meta = event.get("tool_call_metadata")
         if meta is not None:
             expect(path, f"{where}.tool_call_metadata", meta, dict, "an object")
+        if kind == "action" and name == "finish" and event.get("source") == "agent":
+            self.finished = True
         message = self._message(where, event, kind, meta)
         if message is None:
             self.skipped[f"{kind} {name}"] += 1

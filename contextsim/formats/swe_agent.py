@@ -22,7 +22,9 @@ How the run is built:
   after its last call lacks that response; when ``trajectory`` has exactly one step
   more than the history has replies, that step's response is added as the last reply.
 - SWE-agent logs no per-request usage, only totals (``info.model_stats``): no message
-  gets usage, and the totals are reported in a warning.
+  gets usage, and the totals are reported in a warning. When the totals count as many
+  calls as the run has replies, the output after the last reply was never sent: it is
+  left out, so the run has no pending request.
 """
 
 from __future__ import annotations
@@ -30,7 +32,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from contextsim.formats.base import Document, FormatError, ParsedFile, Source, expect, text_of
+from contextsim.formats.base import (
+    Document,
+    FormatError,
+    ParsedFile,
+    Source,
+    expect,
+    text_of,
+    without_unsent_tail,
+)
 from contextsim.formats.exchanges import TITLE_CHARS
 from contextsim.formats.openai import OpenAIImporter
 from contextsim.model import Message, Part, Run, TextPart, ToolCallPart, ToolResultPart
@@ -67,6 +77,8 @@ class SWEAgentImporter:
         if steps is not None:
             expect(path, "$.trajectory", steps, list, "a list of steps")
             messages.extend(_last_reply(path, messages, steps))
+        if _calls(data.get("info")) == sum(m.role == "assistant" for m in messages):
+            messages = without_unsent_tail(messages)  # every call is here: none pending
         config = _config(data.get("replay_config"))
         instance = _instance_id(config) or _stem(path)
         run = Run(
@@ -221,6 +233,13 @@ def _agents_warning(path: str, history: list[Any]) -> list[str]:
     if len(agents) < 2:
         return []
     return [f"{path}: $.history: messages of {len(agents)} agents kept in one run: {agents}"]
+
+
+def _calls(info: Any) -> int | None:
+    """The number of model calls the totals count (``info.model_stats.api_calls``)."""
+    stats = info.get("model_stats") if isinstance(info, dict) else None
+    calls = stats.get("api_calls") if isinstance(stats, dict) else None
+    return calls if isinstance(calls, int) and not isinstance(calls, bool) else None
 
 
 def _totals_warning(path: str, info: Any) -> list[str]:

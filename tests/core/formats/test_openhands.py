@@ -357,3 +357,16 @@ def test_basic_stream_usage_shows_the_short_report_was_sent_not_the_diff(corpus)
     o200k = ESTIMATORS["o200k"]
     assert o200k.count(events[2]["content"]) == 959
     assert o200k.count(run.messages[2].tool_results[0].text) == 12
+
+
+def test_what_follows_the_finish_action_was_never_sent():
+    """An observation answering the finish call (and a user message after it) come after
+    the agent stopped: the run ends with the finish, and no request is pending."""
+    late = [
+        *STREAM,
+        observe(7, 6, meta("c3", "finish", DONE), "finished"),
+        say(8, "thanks"),
+    ]
+    (run,) = parse(late).runs
+    assert [m.role for m in run.messages] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert len(steps(run)) == 2

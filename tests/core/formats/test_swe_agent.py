@@ -408,3 +408,27 @@ def test_reconstructed_requests_add_up_to_tokens_sent(corpus, name, estimator, t
     totals = prefix_sums(skeleton.tokens)
     sent = sum(totals[end] for end in skeleton.ends)
     assert abs(sent / tokens_sent - 1) < 0.02
+
+
+def test_an_output_after_the_last_counted_call_was_never_sent(tmp_path):
+    """info.model_stats.api_calls counts 1 call; the observation after it (written
+    before the agent stopped) is no pending request."""
+    data = {
+        "history": [
+            {"role": "system", "content": "You are an agent."},
+            {"role": "user", "content": "ISSUE:\nfix it"},
+            {"role": "assistant", "content": "Done.\n```\nsubmit\n```"},
+            {"role": "user", "content": "diff --git a/x b/x"},
+        ],
+        "trajectory": [{"response": "Done.\n```\nsubmit\n```"}],
+        "info": {"exit_status": "submitted", "model_stats": {"api_calls": 1, "tokens_sent": 50}},
+    }
+    path = tmp_path / "one.traj"
+    path.write_text(json.dumps(data))
+    (run,) = parse_path(str(path)).runs
+    assert [m.role for m in run.messages] == ["system", "user", "assistant"]
+    assert len(steps(run)) == 1
+    data["info"]["model_stats"]["api_calls"] = 2  # a call was made that the log lacks
+    path.write_text(json.dumps(data))
+    (run,) = parse_path(str(path)).runs
+    assert len(steps(run)) == 2
