@@ -147,3 +147,22 @@ def test_as_logged_costs_what_the_logged_usage_costs_at_genai_prices(corpus: Pat
         assert measured == pytest.approx(oracle, abs=1e-6)  # rounded to a micro-dollar
         simulated = sum(r.cost for r in sim.records)
         assert simulated == pytest.approx(measured, rel=0.01)
+
+
+@pytest.mark.parametrize("name", LOGS[:5])
+def test_fitted_rates_and_their_constant_explain_what_was_sent(corpus: Path, name: str):
+    from contextsim.fit import CustomEstimator, fit_rates, request_features
+
+    run = max(parse_path(str(corpus / name)).runs, key=lambda r: len(r.messages))
+    rates = fit_rates(run)
+    # No absurd rate: ASCII letters cost something, and less than a token each.
+    assert 0.05 < rates.per_char["ascii_alnum"] < 1.0
+    assert rates.overhead > 0  # the unlogged part is found, not folded into the rates
+    custom = CustomEstimator("custom-truth", rates)
+    features, counts, measured = request_features(run)
+    estimates = [
+        sum(custom.rates[s] * n for s, n in f.items()) + 4 * c + rates.overhead
+        for f, c in zip(features, counts, strict=True)
+    ]
+    errors = [abs(e - m) / m for e, m in zip(estimates, measured, strict=True)]
+    assert statistics.median(errors) <= 0.15, errors

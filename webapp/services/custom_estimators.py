@@ -27,7 +27,10 @@ def fit_from_run(run: Run, owner: AbstractBaseUser | None) -> CustomRates:
     core = stored_run(run)
     rates = fit_rates(core)
     saved = CustomRates(
-        owner=owner, label=f"fitted on {run.title}"[:300], rates=rates.per_char, source_run=run
+        owner=owner,
+        label=f"fitted on {run.title[:200]} (+{rates.overhead:,} unlogged tokens per request)",
+        rates=rates.per_char,
+        source_run=run,
     )
     estimator = CustomEstimator(saved.estimator_name, rates)
     saved.error_before = {name: _errors(core, est) for name, est in ESTIMATORS.items()}
