@@ -208,6 +208,9 @@ class Run:
     compactions: tuple[Compaction, ...] = ()
     context_window: int | None = None
     harness_version: str = ""
+    compaction_request: bool = False
+    """The run is the request that wrote a compaction's summary (Claude Code's
+    ``acompact`` agent), attached to its session's compaction, not a subagent."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,6 +111,7 @@ class Skeleton:
     context_window: int | None = None
     """The window the log states (model.Run.context_window)."""
     harness_version: str = ""
+    compaction_request: bool = False
     summaries: tuple[int, ...] = ()
     """Indexes of the summaries a logged compaction wrote (Message.compact_summary): a
     compaction's own artifacts, which what-if policies do not send."""
@@ -208,6 +209,7 @@ def build(run: Run, estimator: Estimator) -> Skeleton:
         model=run.model,
         context_window=run.context_window,
         harness_version=run.harness_version,
+        compaction_request=run.compaction_request,
         summaries=tuple(i for i, m in enumerate(run.messages) if m.compact_summary),
     )
 

@@ -63,6 +63,7 @@ def stored_run(run: Run) -> core.Run:
         compactions=compactions,
         context_window=run.context_window,
         harness_version=run.harness_version,
+        compaction_request=run.compaction_request,
     )
 
 

@@ -99,6 +99,8 @@ class Run(models.Model):
     context_window = models.PositiveIntegerField(null=True, blank=True)
     """The window the log states (tokens), if it states one."""
     harness_version = models.CharField(max_length=40, blank=True)
+    compaction_request = models.BooleanField(default=False)
+    """The request that wrote a compaction's summary (attached to its session's run)."""
     message_count = models.PositiveIntegerField(default=0)
     request_count = models.PositiveIntegerField(default=0)
     requests_with_usage = models.PositiveIntegerField(default=0)

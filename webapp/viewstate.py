@@ -5,7 +5,7 @@ shows is a function of (run, query string), so a copied URL reproduces the view.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.http import QueryDict
@@ -13,10 +13,22 @@ from django.http import QueryDict
 from contextsim.estimators import ESTIMATORS, Estimator
 from contextsim.policies import POLICIES
 from contextsim.policies.base import changed_params, make_params, param_fields
+from contextsim.prices import model_facts
 from contextsim.simulate import MAX_TOKENS
 from contextsim.sweep import Config
 
 DEFAULTS = {"policy": "as_logged", "budget": 400_000, "hard_limit": 1_000_000, "estimator": "o200k"}
+"""The defaults where a run says nothing (see defaults_for)."""
+
+
+def defaults_for(model: str, context_window: int | None) -> dict[str, Any]:
+    """A run's defaults: its hard limit is the window its log states, else its model's
+    (genai-prices), else DEFAULTS'; the budget is DEFAULTS' but never above it."""
+    facts = model_facts(model)
+    window = context_window or (facts.context_window if facts else None)
+    if not window:
+        return dict(DEFAULTS)
+    return {**DEFAULTS, "hard_limit": window, "budget": min(int(DEFAULTS["budget"]), window)}
 
 
 class BadQuery(ValueError):
@@ -40,6 +52,8 @@ class ViewState:
     """Unlogged tokens per request set by the person (None: fitted)."""
     scale: float | None = None
     """Provider tokens per estimator token set by the person (None: fitted)."""
+    defaults: tuple[tuple[str, Any], ...] = tuple(DEFAULTS.items())
+    """The defaults this state was read against: left out of its query string."""
 
     def query(self, **override: Any) -> str:
         """The query string of this state, defaults left out (short permalinks)."""
@@ -57,7 +71,7 @@ class ViewState:
         }
         q = QueryDict(mutable=True)
         for key, value in items.items():
-            if value in ("", None) or DEFAULTS.get(key) == value:
+            if value in ("", None) or dict(self.defaults).get(key) == value:
                 continue
             q[key] = str(value)
         return q.urlencode()
@@ -65,10 +79,11 @@ class ViewState:
 
 def config_query(config: Config, estimator: str, hard_limit: int) -> str:
     """The dashboard query string of a sweep's configuration."""
+    # Explicit: the runs of one sweep need not share their defaults.
     state = ViewState(
         config.policy, config.make_params(), config.budget, hard_limit, estimator, "", None
     )
-    return state.query()
+    return replace(state, defaults=()).query()
 
 
 def _text(value: Any) -> str:
@@ -79,10 +94,10 @@ def _text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _tokens(query: QueryDict, key: str) -> int:
+def _tokens(query: QueryDict, key: str, defaults: dict[str, Any]) -> int:
     raw = query.get(key, "")
     if raw == "":
-        return int(DEFAULTS[key])
+        return int(defaults[key])
     try:
         value = int(raw.replace(",", "").replace("_", ""))
     except ValueError:
@@ -93,7 +108,7 @@ def _tokens(query: QueryDict, key: str) -> int:
 
 
 def _choice(query: QueryDict, key: str, choices: dict[str, Any], blank: bool = False) -> str:
-    value = query.get(key, "" if blank else str(DEFAULTS[key]))
+    value = query.get(key, "" if blank else str(DEFAULTS.get(key, "")))
     if blank and value == "":
         return ""
     if value not in choices:
@@ -111,21 +126,28 @@ def _params(policy: str, query: QueryDict) -> Any:
         raise BadQuery(f"{policy}: {exc}") from None
 
 
-def read_state(query: QueryDict, estimators: dict[str, Estimator] | None = None) -> ViewState:
-    """The view state of a query string; raises BadQuery naming the bad parameter."""
+def read_state(
+    query: QueryDict,
+    estimators: dict[str, Estimator] | None = None,
+    defaults: dict[str, Any] | None = None,
+) -> ViewState:
+    """The view state of a query string, over `defaults` (DEFAULTS unless a run's, see
+    defaults_for); raises BadQuery naming the bad parameter."""
+    defaults = defaults or DEFAULTS
     policy = _choice(query, "policy", POLICIES)
     compare = _choice(query, "compare", POLICIES, blank=True)
     return ViewState(
         policy=policy,
         params=_params(policy, query),
-        budget=_tokens(query, "budget"),
-        hard_limit=_tokens(query, "hard_limit"),
+        budget=_tokens(query, "budget", defaults),
+        hard_limit=_tokens(query, "hard_limit", defaults),
         estimator=_choice(query, "estimator", estimators or ESTIMATORS),
         compare=compare,
         compare_params=_params(compare, QueryDict()) if compare else None,
         reconcile=_reconcile(query),
         overhead=_overhead(query),
         scale=_scale(query),
+        defaults=tuple(defaults.items()),
     )
 
 
@@ -162,17 +184,18 @@ def _scale(query: QueryDict) -> float | None:
     return value
 
 
-def form_values(query: QueryDict) -> dict[str, str]:
+def form_values(query: QueryDict, defaults: dict[str, Any] | None = None) -> dict[str, str]:
     """What the controls show: the query's values (even bad ones, so the person sees what
     they asked for) over the defaults."""
-    values = {k: str(v) for k, v in DEFAULTS.items()}
+    defaults = defaults or DEFAULTS
+    values = {k: str(v) for k, v in defaults.items()}
     values.update(compare="", reconcile="", overhead="", scale="")
     extra = ("compare", "reconcile", "overhead", "scale")
     values.update({k: query[k] for k in (*DEFAULTS, *extra) if k in query})
     try:
         values["slider_max"] = str(max(int(values["hard_limit"]), int(values["budget"])))
     except ValueError:
-        values["slider_max"] = str(DEFAULTS["hard_limit"])
+        values["slider_max"] = str(defaults["hard_limit"])
     return values
 
 

@@ -20,6 +20,8 @@ from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD, count_message
 from contextsim.model import Message, Part, Run, TextPart, ToolCallPart, ToolResultPart, Usage
 
 MODEL = "claude-sonnet-4-5"
+WINDOW = 1_000_000
+"""The window the demo runs state: the seed incident's hard limit."""
 FORMAT = "demo"
 REFERENCE = ESTIMATORS["o200k"]
 """The tokenizer the demo's measured usage is computed with."""
@@ -105,4 +107,6 @@ class RunBuilder:
             session_id=session_id,
             parent_session_id=parent,
             subagent=bool(parent),
+            # The seed incident's model accepted 1,000,000 tokens (the 1M-context tier).
+            context_window=WINDOW,
         )

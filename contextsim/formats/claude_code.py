@@ -14,6 +14,9 @@ blocks we do not know are skipped too and counted in a warning. Contracts of the
 - ``isSidechain`` lines are subagents: each becomes its own run (``subagent=True``,
   ``parent_session_id`` = the session id), found by ``agentId`` when present, else by
   following ``parentUuid`` back to the subagent's first message.
+- The agent whose id starts with ``acompact`` (``subagents/agent-acompact-*.jsonl``) is
+  the request that wrote a compaction's summary: a run marked ``compaction_request``,
+  not a subagent's work (its measured size is that of the conversation compacted).
 - ``isMeta`` user lines (slash-command expansions, caveats) are kept: Claude Code sends
   them to the model, so they take room in the context. They never give a title.
 - Assistant lines of model ``<synthetic>`` are written by Claude Code itself (API errors,
@@ -58,6 +61,8 @@ SKIPPED_TYPES = frozenset({"progress", "file-history-snapshot", "queue-operation
 """Record types Claude Code writes that are never sent to the model."""
 CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context"})
 SYNTHETIC = "<synthetic>"
+COMPACTION_AGENT = "agent-acompact"
+"""Run key of the agent Claude Code runs to compact (subagents/agent-acompact-*.jsonl)."""
 TITLE_LENGTH = 80
 MAIN = ""
 """Run key of the main conversation; subagent keys are never empty."""
@@ -297,8 +302,12 @@ class _Builder:
     def _run(self, draft: _RunDraft, main_session: str) -> Run:
         sub = draft.key != MAIN
         models = [m for m, _ in draft.models.most_common(1)]
+        # Claude Code runs its compaction as an agent of its own (agentId acompact-...):
+        # the request that wrote the summary, not a subagent doing part of the task.
+        compacting = draft.key.startswith(COMPACTION_AGENT)
+        title = f"compaction request of {main_session or draft.session_id}"
         return Run(
-            title=self._title(draft),
+            title=title if compacting else self._title(draft),
             messages=tuple(d.freeze() for d in draft.messages),
             format="claude-code",
             model=models[0] if models else "",
@@ -308,6 +317,7 @@ class _Builder:
             subagent=sub,
             compactions=tuple(draft.compactions),
             harness_version=draft.version,
+            compaction_request=compacting,
         )
 
     def _title(self, draft: _RunDraft) -> str:

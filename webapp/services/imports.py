@@ -148,6 +148,7 @@ def save_run(
         ],
         context_window=run.context_window,
         harness_version=run.harness_version[:40],
+        compaction_request=run.compaction_request,
         message_count=len(run.messages),
         request_count=core.request_count(run),
         requests_with_usage=len(measured),

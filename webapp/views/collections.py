@@ -19,17 +19,19 @@ from webapp.views.dashboard import push_canonical
 def collection(request: HttpRequest, public_id: str) -> HttpResponse:
     found, members = runs.get_collection(request.user, public_id)
     choices = estimators.estimators_for(request.user)
+    # The main run's model decides the defaults (its subagents run on its window).
+    defaults = viewstate.defaults_for(members[0].model, members[0].context_window)
     context: dict[str, object] = {
         "collection": found,
         "runs": members,
         "policies": POLICIES,
         "estimators": choices,
-        "form": viewstate.form_values(request.GET),
+        "form": viewstate.form_values(request.GET, defaults),
         "can_sweep": request.user.is_authenticated,
     }
     status = 200
     try:
-        state = viewstate.read_state(request.GET, choices)
+        state = viewstate.read_state(request.GET, choices, defaults)
     except viewstate.BadQuery as exc:
         context["error"], status = str(exc), 400
     else:

@@ -33,11 +33,13 @@ def _context(request: HttpRequest, public_id: str) -> tuple[dict[str, object], i
         "siblings": runs.siblings(request.user, run),
     }
     base["live"] = runs.is_live(run)
-    base["form"] = viewstate.form_values(request.GET)
+    defaults = viewstate.defaults_for(run.model, run.context_window)
+    base["form"] = viewstate.form_values(request.GET, defaults)
+    base["defaults"] = defaults
     choices = estimators.estimators_for(request.user)
     base["estimators"] = choices
     try:
-        state = viewstate.read_state(request.GET, choices)
+        state = viewstate.read_state(request.GET, choices, defaults)
         result = analysis.analyse(run, state, choices)
     except viewstate.BadQuery as exc:
         return {**base, "error": str(exc)}, 400

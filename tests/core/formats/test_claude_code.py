@@ -291,6 +291,28 @@ def test_a_subagent_file_yields_only_subagent_runs_grouped_by_agent_id():
     assert run.title == "warm up"
 
 
+def test_the_compaction_agents_file_is_its_sessions_compaction_request_not_a_subagent():
+    from contextsim.estimators import ESTIMATORS
+    from contextsim.problems import detect
+    from contextsim.simulate import simulate_run
+
+    data = jsonl(
+        sidechain(user("s1", "Summarize this conversation"), agentId="acompact-9f3e"),
+        sidechain(
+            assistant("s2", "msg_1", [text("Summary: done")], "s1", usage(1, 150_000, 3, 900)),
+            agentId="acompact-9f3e",
+        ),
+    )
+    (run,) = parse(data).runs
+    assert run.compaction_request and run.subagent
+    assert run.parent_session_id == SESSION
+    assert run.title == f"compaction request of {SESSION}"
+    sim = simulate_run(run, ESTIMATORS["chars4"], "none", budget=400_000, hard_limit=10**6)
+    assert [p.kind for p in detect(sim) if p.kind == "early_stop"] == []
+    (other,) = parse(data.replace(b"acompact-9f3e", b"a7")).runs
+    assert not other.compaction_request
+
+
 BOUNDARY = {
     "type": "system",
     "subtype": "compact_boundary",
