@@ -209,11 +209,19 @@ def reconciliation(
         overhead if overhead is not None else base.overhead,
         source="set",
     )
+    return scored_on(sk, chosen, count, prices)
+
+
+def scored_on(
+    sk: Skeleton, rec: Reconciliation, count: Callable[[str], int], prices: Prices
+) -> Reconciliation:
+    """`rec` (set by hand or borrowed from another run) with its errors on this run's
+    measured requests, as the log replays them."""
     replay = simulate(
         sk, REPLAY, budget=MAX_TOKENS, hard_limit=MAX_TOKENS, count=count, prices=prices
     )
     pairs = [(r.estimated, r.measured) for r in replay.records if r.measured]
-    return score(chosen, [e for e, _ in pairs], [m for _, m in pairs])
+    return score(rec, [e for e, _ in pairs], [m for _, m in pairs])
 
 
 def _usage_cost(prices: Prices, usage: Usage) -> float:

@@ -52,6 +52,9 @@ class ViewState:
     """Unlogged tokens per request set by the person (None: fitted)."""
     scale: float | None = None
     """Provider tokens per estimator token set by the person (None: fitted)."""
+    borrow: str = ""
+    """The public id of a run of the same model whose fit this run borrows (a log
+    without usage of its own), "" for none."""
     defaults: tuple[tuple[str, Any], ...] = tuple(DEFAULTS.items())
     """The defaults this state was read against: left out of its query string."""
 
@@ -66,6 +69,7 @@ class ViewState:
             "reconcile": "" if self.reconcile else "off",
             "overhead": self.overhead,
             "scale": self.scale,
+            "borrow": self.borrow,
             **{k: _text(v) for k, v in changed_params(self.params).items()},
             **override,
         }
@@ -147,6 +151,7 @@ def read_state(
         reconcile=_reconcile(query),
         overhead=_overhead(query),
         scale=_scale(query),
+        borrow=query.get("borrow", "").strip()[:16],
         defaults=tuple(defaults.items()),
     )
 
@@ -189,8 +194,8 @@ def form_values(query: QueryDict, defaults: dict[str, Any] | None = None) -> dic
     they asked for) over the defaults."""
     defaults = defaults or DEFAULTS
     values = {k: str(v) for k, v in defaults.items()}
-    values.update(compare="", reconcile="", overhead="", scale="")
-    extra = ("compare", "reconcile", "overhead", "scale")
+    values.update(compare="", reconcile="", overhead="", scale="", borrow="")
+    extra = ("compare", "reconcile", "overhead", "scale", "borrow")
     values.update({k: query[k] for k in (*DEFAULTS, *extra) if k in query})
     try:
         values["slider_max"] = str(max(int(values["hard_limit"]), int(values["budget"])))

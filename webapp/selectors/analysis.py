@@ -12,7 +12,14 @@ from contextsim.model import KINDS
 from contextsim.prices import model_facts, run_measured_cost
 from contextsim.problems import Problem, detect
 from contextsim.reconcile import Reconciliation
-from contextsim.simulate import Simulation, compaction_steps, reconciliation, simulate
+from contextsim.simulate import (
+    Simulation,
+    compaction_steps,
+    reconciliation,
+    scored_on,
+    simulate,
+)
+from contextsim.skeleton import Skeleton
 from webapp.charts.composition import composition_figure
 from webapp.derived import skeleton_of
 from webapp.models import Run
@@ -39,18 +46,24 @@ def run_prices(run: Run) -> Prices:
     return PRESETS["openai" if run.format in ("codex", "openai") else "anthropic"]
 
 
-def analyse(run: Run, state: ViewState, estimators: dict[str, Estimator] | None = None) -> Analysis:
+def analyse(
+    run: Run,
+    state: ViewState,
+    estimators: dict[str, Estimator] | None = None,
+    lender: Run | None = None,
+) -> Analysis:
     """Simulate the state's policy (and the compared one) on the run, sizes reconciled
-    with its measured usage unless the state says not to (docs/truth.md)."""
+    with its measured usage unless the state says not to, or with the fit of `lender`
+    (a run of the same model) when given (docs/truth.md)."""
     counter = (estimators or ESTIMATORS)[state.estimator]
     sk = skeleton_of(run, state.estimator, counter)
     count = counter.count
     prices = run_prices(run)
-    rec = (
-        reconciliation(sk, count, prices, overhead=state.overhead, scale=state.scale)
-        if state.reconcile
-        else None
-    )
+    rec = None
+    if state.reconcile and lender is not None:
+        rec = _borrowed(lender, state, counter, sk, prices)
+    elif state.reconcile:
+        rec = reconciliation(sk, count, prices, overhead=state.overhead, scale=state.scale)
     limits = {
         "budget": state.budget,
         "hard_limit": state.hard_limit,
@@ -67,6 +80,22 @@ def analyse(run: Run, state: ViewState, estimators: dict[str, Estimator] | None 
         raise BadQuery(f"{state.policy}: {exc}") from None
     cost = run_measured_cost(run.model, sk.usage, prices)
     return Analysis(state, main, detect(main), other, rec, prices, cost)
+
+
+def _borrowed(
+    lender: Run, state: ViewState, counter: Estimator, sk: Skeleton, prices: Prices
+) -> Reconciliation | None:
+    """The lender's fit (its overhead and scale under the same estimator), with the
+    state's own overhead or scale over it, scored on this run's measured requests."""
+    theirs = reconciliation(skeleton_of(lender, state.estimator, counter), counter.count)
+    if theirs is None:
+        raise BadQuery(f"borrow: {lender.title!r} has no measured usage to fit")
+    chosen = Reconciliation(
+        state.scale if state.scale is not None else theirs.scale,
+        state.overhead if state.overhead is not None else theirs.overhead,
+        source=f"borrowed from {lender.title[:80]}",
+    )
+    return scored_on(sk, chosen, counter.count, prices)
 
 
 def figure(result: Analysis) -> dict[str, Any]:

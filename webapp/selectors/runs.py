@@ -144,3 +144,12 @@ def run_groups(runs: list[Run]) -> list[tuple[str, list[Run]]]:
         groups.setdefault(run.collection_id, (label, []))[1].append(run)
     loose = groups.pop(None, None)
     return [*groups.values(), *([loose] if loose else [])]
+
+
+def lenders(user: AbstractBaseUser | AnonymousUser, run: Run) -> list[Run]:
+    """Runs of the same model the user may see whose usage was measured (at most 30,
+    newest first): a run without usage can borrow their reconciliation."""
+    if not run.model:
+        return []
+    found = visible_runs(user).filter(model=run.model, requests_with_usage__gte=1)
+    return list(found.exclude(pk=run.pk).order_by("-created")[:30])

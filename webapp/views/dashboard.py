@@ -15,6 +15,7 @@ from contextsim.problems import KINDS as PROBLEM_KINDS
 from contextsim.report import simulation_summary
 from webapp import share_grants, viewstate
 from webapp.charts.ledger import ledger_figure
+from webapp.models import Run
 from webapp.selectors import analysis, estimators, runs, trace
 
 PROBLEMS = 50
@@ -38,12 +39,24 @@ def _context(request: HttpRequest, public_id: str) -> tuple[dict[str, object], i
     base["defaults"] = defaults
     choices = estimators.estimators_for(request.user)
     base["estimators"] = choices
+    base["lenders"] = runs.lenders(request.user, run)
     try:
         state = viewstate.read_state(request.GET, choices, defaults)
-        result = analysis.analyse(run, state, choices)
+        lender = _lender(request, state.borrow)
+        result = analysis.analyse(run, state, choices, lender)
     except viewstate.BadQuery as exc:
         return {**base, "error": str(exc)}, 400
     return {**base, "state": state, "result": result}, 200
+
+
+def _lender(request: HttpRequest, public_id: str) -> Run | None:
+    """The run whose fit is borrowed, if the person may see it."""
+    if not public_id:
+        return None
+    try:
+        return runs.get_run(request.user, public_id, share_grants.held(request))
+    except Http404:
+        raise viewstate.BadQuery(f"borrow: no run {public_id!r} that you can see") from None
 
 
 @require_GET

@@ -1,0 +1,106 @@
+"""The dashboard's truth: the fit card, reconciliation switched off or set by hand in
+the URL, a run without usage borrowing the fit of a run of the same model, defaults
+from the run's model, and the measured cost."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.urls import reverse
+
+from contextsim.formats import ParsedFile
+from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart, Usage
+from webapp.models import Run as StoredRun
+from webapp.models import Visibility
+from webapp.services.imports import save_parsed
+
+pytestmark = pytest.mark.django_db
+
+MODEL = "claude-sonnet-4-5-20250929"
+UNLOGGED = 20_000
+
+
+def _run(title: str, measured: bool, model: str = MODEL) -> Run:
+    """Ten rounds of 4,000-character results; measured usage (when given) as chars/4 of
+    the history plus UNLOGGED tokens the log does not hold."""
+    messages = [Message("user", (TextPart("read the files"),))]
+    chars = len("read the files")
+    for i in range(10):
+        usage = Usage(chars // 4 + UNLOGGED, output_tokens=20) if measured else None
+        messages.append(Message("assistant", (ToolCallPart(f"c{i}", "read", "{}"),), usage))
+        messages.append(Message("tool", (ToolResultPart(f"c{i}", f"{i} " + "x" * 4_000),)))
+        chars += len("read{}") + 4_002
+    messages.append(Message("assistant", (TextPart("done"),)))
+    return Run(title, tuple(messages), format="native", model=model)
+
+
+def _save(owner, *runs: Run) -> list[StoredRun]:
+    parsed = ParsedFile("native", runs)
+    return list(
+        save_parsed(parsed, owner=owner, visibility=Visibility.PRIVATE, estimators=("chars4",))
+    )
+
+
+def _page(client, run: StoredRun, **query) -> str:
+    response = client.get(reverse("run", args=[run.public_id]), {"estimator": "chars4", **query})
+    return response.content.decode()
+
+
+def _figure(html: str) -> dict:
+    found = re.search(
+        r'<script id="figure-data" type="application/json">(.*?)</script>', html, re.S
+    )
+    assert found
+    return json.loads(found.group(1))
+
+
+def test_the_fit_card_names_the_unlogged_overhead_and_the_sent_line_meets_the_measured(
+    alice_client, alice
+):
+    (run,) = _save(alice, _run("measured", True))
+    html = _page(alice_client, run)
+    assert "unlogged overhead" in html and "fitted on 10 measured requests" in html
+    figure = _figure(html)
+    names = [t["name"] for t in figure["data"]]
+    assert "unlogged (fitted overhead)" in names and "measured" in names
+    stacked = [t for t in figure["data"] if t.get("stackgroup") == "sent"]
+    measured = next(t for t in figure["data"] if t["name"] == "measured")
+    for i, m in enumerate(measured["y"]):
+        if m:
+            sent = sum(t["y"][i] for t in stacked)
+            assert abs(sent - m) <= 0.02 * m
+    # The run's model decides the defaults: its window is the hard limit.
+    assert 'name="hard_limit" min="1" step="1" value="200000"' in html
+    assert "Measured cost" in html and "genai-prices" in html
+
+
+def test_reconciliation_switched_off_or_set_by_hand_is_in_the_url(alice_client, alice):
+    (run,) = _save(alice, _run("measured", True))
+    off = _page(alice_client, run, reconcile="off")
+    assert "off: the estimator" in off
+    assert "unlogged (fitted overhead)" not in off
+    by_hand = _page(alice_client, run, overhead="5000", scale="1")
+    assert "unlogged overhead 5,000" in by_hand and "set by hand" in by_hand
+    bad = alice_client.get(reverse("run", args=[run.public_id]), {"scale": "x"})
+    assert bad.status_code == 400 and "scale: expected a ratio" in bad.content.decode()
+
+
+def test_a_run_without_usage_borrows_the_fit_of_a_run_of_the_same_model(alice_client, alice):
+    lender, plain = _save(alice, _run("measured", True), _run("unmeasured", False))
+    own = _page(alice_client, plain)
+    assert "no measured usage: the estimator" in own
+    assert f'value="{lender.public_id}"' in own  # offered as a lender
+    borrowed = _page(alice_client, plain, borrow=lender.public_id)
+    assert "borrowed from measured" in borrowed
+    assert "unlogged (fitted overhead)" in [t["name"] for t in _figure(borrowed)["data"]]
+    missing = alice_client.get(reverse("run", args=[plain.public_id]), {"borrow": "nope"})
+    assert missing.status_code == 400 and "borrow: no run" in missing.content.decode()
+
+
+def test_a_model_genai_prices_does_not_know_is_said_with_the_defaults_used(alice_client, alice):
+    (run,) = _save(alice, _run("mystery", True, model="my-own-model-7"))
+    html = _page(alice_client, run)
+    assert "my-own-model-7” is not in genai-prices" in html
+    assert "hard limit defaults to 1,000,000" in html
