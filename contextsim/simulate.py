@@ -19,7 +19,7 @@ from contextsim.memo import per_skeleton
 from contextsim.model import Run, Usage
 from contextsim.policies import POLICIES
 from contextsim.policies.base import Context, Plan, Planner, Statics
-from contextsim.prices import usage_cost
+from contextsim.prices import model_facts, usage_cost
 from contextsim.reconcile import Reconciliation, fit, score
 from contextsim.skeleton import Skeleton, build, without_artifacts
 
@@ -134,20 +134,25 @@ def simulate(
     sent_of, cached_of, raw = acct.sent, acct.cached, acct.raw
     # The cost per token is fixed per configuration: look it up once, not per request.
     new_price, read_price, out_price = per_token(prices)
+    price_usage = _usage_pricer(prices) if replay else None
+    overheads = _overheads(reconcile, len(sk.ends), replay)
+    scale = reconcile.scale if reconcile is not None else 1.0
     for k, end in enumerate(sk.ends):
         plan = planner.plan(end)
         estimated = sent = sent_of(plan)
         cached = 0 if previous is None else cached_of(previous, plan)
-        if reconcile is not None:
-            fitted = reconcile.at(k).tokens if replay and reconcile.later else provider
-            sent = fitted(estimated)
-            # The unlogged part opens every request, so it is in every cached prefix.
-            cached = 0 if previous is None else min(fitted(cached), sent)
+        if overheads is not None:
+            # Inlined Reconciliation.tokens (this runs per request). The unlogged part
+            # opens every request, so it is in every cached prefix.
+            overhead = overheads[k]
+            sent = max(round(scale * estimated) + overhead, 0)
+            if previous is not None:
+                cached = min(max(round(scale * cached) + overhead, 0), sent)
         response = responses[k]
         output = 0 if response is None else max(tokens[response] - MESSAGE_OVERHEAD, 0)
         usage = usages[k]
-        if replay and usage is not None:
-            cost = _usage_cost(prices, usage)
+        if price_usage is not None and usage is not None:
+            cost = price_usage(usage)
         else:
             cost = (sent - cached) * new_price + cached * read_price + output * out_price
         records.append(
@@ -224,11 +229,25 @@ def scored_on(
     return score(rec, [e for e, _ in pairs], [m for _, m in pairs])
 
 
-def _usage_cost(prices: Prices, usage: Usage) -> float:
+def _overheads(rec: Reconciliation | None, steps: int, replay: bool) -> list[int] | None:
+    """Per step, the unlogged tokens reconciliation adds (a stretch after a logged
+    compaction has its own under as_logged); None when nothing is reconciled."""
+    if rec is None:
+        return None
+    out = [rec.overhead] * steps
+    if replay:
+        for first, overhead in rec.later:
+            out[first:] = [overhead] * (steps - first)
+    return out
+
+
+def _usage_pricer(prices: Prices) -> Callable[[Usage], float]:
     """What a measured request cost: genai-prices' figure for a known model (its tiers
     applied), else the flat prices'."""
-    found = usage_cost(prices.model, usage) if prices.model else None
-    return measured_cost(prices, usage) if found is None else found
+    model = prices.model
+    if model and model_facts(model) is not None:
+        return lambda usage: usage_cost(model, usage) or 0.0
+    return lambda usage: measured_cost(prices, usage)
 
 
 def compaction_steps(sk: Skeleton) -> list[int]:

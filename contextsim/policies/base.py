@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from contextsim.accounting import Accountant
+from contextsim.memo import per_skeleton
 from contextsim.plan import Plan, Statics
 from contextsim.skeleton import Skeleton
 
@@ -71,6 +73,17 @@ class Policy(Protocol):
 
 def no_statics(size: int) -> Statics:
     return Statics([False] * size, [0] * size, [False] * size, [0] * size)
+
+
+def plain_accounts(sk: Skeleton) -> tuple[Statics, Accountant]:
+    """No statics (nothing cleared or offloaded) and their Accountant, made once per
+    skeleton: the policies that only cut or summarize share them (read-only)."""
+    return per_skeleton(sk, "plain_accounts", lambda: _plain(sk))
+
+
+def _plain(sk: Skeleton) -> tuple[Statics, Accountant]:
+    statics = no_statics(sk.size)
+    return statics, Accountant(sk, statics)
 
 
 def param_fields(params_type: type[Any]) -> list[dataclasses.Field[Any]]:

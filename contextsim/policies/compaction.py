@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contextsim.accounting import Accountant
 from contextsim.estimators import MESSAGE_OVERHEAD
-from contextsim.policies.base import Context, Plan, no_statics
+from contextsim.policies.base import Context, Plan, plain_accounts
 from contextsim.policies.cuts import leading_system
 from contextsim.prices import model_facts
 from contextsim.skeleton import KIND_INDEX, Skeleton, prefix_sums
@@ -72,8 +71,7 @@ class EventWindowPlanner:
 
     def __init__(self, ctx: Context, params: ForgettingParams | SummarizingParams) -> None:
         self.sk = ctx.skeleton
-        self.statics = no_statics(self.sk.size)
-        self.acct = Accountant(self.sk, self.statics)
+        self.statics, self.acct = plain_accounts(self.sk)
         self.head = params.keep_first
         self.max_size = params.max_size
         summarizing = isinstance(params, SummarizingParams)
@@ -168,8 +166,7 @@ class CodexPlanner:
 
     def __init__(self, ctx: Context, params: CodexParams) -> None:
         sk = self.sk = ctx.skeleton
-        self.statics = no_statics(sk.size)
-        self.acct = Accountant(sk, self.statics)
+        self.statics, self.acct = plain_accounts(sk)
         self.head = leading_system(sk)
         window = params.window or run_window(sk, 272_000)
         self.limit = params.compact_limit or window * 9 // 10
@@ -243,8 +240,7 @@ class ClaudeCodePlanner:
 
     def __init__(self, ctx: Context, params: ClaudeCodeParams) -> None:
         sk = self.sk = ctx.skeleton
-        self.statics = no_statics(sk.size)
-        self.acct = Accountant(sk, self.statics)
+        self.statics, self.acct = plain_accounts(sk)
         self.head = leading_system(sk)
         window = params.window or run_window(sk, 200_000)
         capped = params.capped_output

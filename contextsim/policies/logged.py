@@ -16,8 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from contextsim.accounting import Accountant
-from contextsim.policies.base import Context, Plan, no_statics
+from contextsim.policies.base import Context, Plan, plain_accounts
 from contextsim.policies.cuts import leading_system
 
 
@@ -32,8 +31,7 @@ class LoggedPlanner:
 
     def __init__(self, ctx: Context, params: LoggedParams) -> None:
         sk = self.sk = ctx.skeleton
-        self.statics = no_statics(sk.size)
-        self.acct = Accountant(sk, self.statics)
+        self.statics, self.acct = plain_accounts(sk)
         self.head = leading_system(sk)
         self.boundaries = sorted(b for b in sk.compactions if b > self.head)
 
