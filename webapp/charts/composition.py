@@ -232,5 +232,7 @@ def limit_lines(budget: int, hard_limit: int) -> dict[str, list[dict[str, Any]]]
         "annotations": [
             {**label, "y": budget, "text": f"budget {budget:,}"},
             {**label, "y": hard_limit, "text": f"hard limit {hard_limit:,}"},
-        ],
+        ]
+        if budget != hard_limit
+        else [{**label, "y": budget, "text": f"budget = hard limit {budget:,}"}],
     }

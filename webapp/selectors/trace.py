@@ -125,7 +125,9 @@ def inspect_items(
     """Items [start, start + count) of the request at `step`, with what changed since the
     previous request."""
     texts = POLICIES[sim.policy].replacements(sim.params)
-    items = explain(sim, step)
+    # A gap the policy puts nothing in (as_logged: the log's own summary is a message of
+    # the run) is no item of the request.
+    items = [i for i in explain(sim, step) if i.index is not None or i.tokens or texts]
     previous = {i.index: i.disposition for i in explain(sim, step - 1)} if step else {}
     shown = items[start : start + count]
     wanted = [i.index for i in shown if i.index is not None]
