@@ -60,3 +60,4 @@ def test_a_compacted_run_shows_its_compaction_and_sends_what_was_measured(page, 
     assert "unlogged overhead" in cards and "median error" in cards
     page.goto(f"{page.base}/runs/{compacted.public_id}/steps/{step}/")
     assert "compacted its conversation" in page.locator("#compaction-event").inner_text()
+    assert "read" in page.locator("#measured-cache").inner_text()

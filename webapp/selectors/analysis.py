@@ -132,6 +132,7 @@ def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict
         "changes": changes,
         "step_problems": [p for p in result.problems if p.step == step],
         "compaction_event": _compaction_event(sim, step),
+        "usage": sim.skeleton.usage[step],
         "previous_step": step - 1 if step > 0 else None,
         "next_step": step + 1 if step + 1 < len(sim.records) else None,
         "next_problem": later[0] if later else None,
