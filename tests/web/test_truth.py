@@ -104,3 +104,10 @@ def test_a_model_genai_prices_does_not_know_is_said_with_the_defaults_used(alice
     html = _page(alice_client, run)
     assert "my-own-model-7” is not in genai-prices" in html
     assert "hard limit defaults to 1,000,000" in html
+
+
+def test_a_what_if_is_compared_with_what_was_sent(alice_client, alice):
+    (run,) = _save(alice, _run("measured", True))
+    html = _page(alice_client, run, policy="mythex", budget="20000")
+    assert "A what-if, compared with what was sent" in html
+    assert 'id="baseline"' not in _page(alice_client, run)  # as_logged is the baseline

@@ -36,6 +36,8 @@ class Analysis:
     reconciliation: Reconciliation | None = None
     prices: Prices | None = None
     measured_cost: float | None = None
+    baseline: Simulation | None = None
+    """What was sent (as_logged), when the state's policy is a what-if."""
 
 
 def run_prices(run: Run) -> Prices:
@@ -76,10 +78,15 @@ def analyse(
         other = (
             simulate(sk, state.compare, state.compare_params, **limits) if state.compare else None
         )
+        baseline = (
+            simulate(sk, "as_logged", **limits)
+            if state.policy != "as_logged" and state.compare != "as_logged"
+            else None
+        )
     except ValueError as exc:  # a policy that cannot work with these settings says why
         raise BadQuery(f"{state.policy}: {exc}") from None
     cost = run_measured_cost(run.model, sk.usage, prices)
-    return Analysis(state, main, detect(main), other, rec, prices, cost)
+    return Analysis(state, main, detect(main), other, rec, prices, cost, baseline)
 
 
 def _borrowed(

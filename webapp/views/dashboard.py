@@ -5,6 +5,7 @@ webapp.selectors.analysis, the rows and items in webapp.selectors.trace."""
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -75,6 +76,9 @@ def run_dashboard(request: HttpRequest, public_id: str) -> HttpResponse:
                 "other_summary": simulation_summary(result.other, [], False)
                 if result.other
                 else None,
+                "baseline_summary": simulation_summary(result.baseline, [], False)
+                if result.baseline
+                else None,
                 "figure": analysis.figure(result),
                 "problems": [p for p in result.problems if not kind or p.kind == kind][:PROBLEMS],
                 "problem_kind": kind,
@@ -88,6 +92,9 @@ def run_dashboard(request: HttpRequest, public_id: str) -> HttpResponse:
                 "pages": pages,
                 "params": viewstate.param_controls(state),
                 "permalink": state.query(),
+                "baseline_query": replace(
+                    state, policy="as_logged", params=POLICIES["as_logged"].Params()
+                ).query(),
             }
         )
     template = "dashboard/run.html#analysis-response" if request.htmx else "dashboard/run.html"
