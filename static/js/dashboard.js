@@ -58,9 +58,13 @@
     drawFigures(document);
     copyLinks(document);
     document.addEventListener("keydown", keys);
-    // Draw as soon as the new content is in, before the browser settles it, so the
-    // chart area is never shown empty.
-    document.body.addEventListener("htmx:afterSwap", function (event) {
+
+    // Draw once htmx has settled the new content, never before: while it settles, htmx
+    // gives an element that keeps its id (#chart) the old element's attributes and then
+    // puts the new ones back, which would strip the classes plotly.js just set on the
+    // chart (its styles hang on them: the chart then lost its legend, axis titles and
+    // limit lines, and the mode bar took the page's button style).
+    document.body.addEventListener("htmx:afterSettle", function (event) {
       drawChart();
       drawFigures(document);
       copyLinks(event.target);
