@@ -89,17 +89,17 @@ def test_changing_the_policy_replaces_its_parameter_controls(page, run):
     page.locator("#policy-params input[name=batch]").wait_for(state="detached")
 
 
-def _chart_image(page):
+def chart_image(page, selector="#chart"):
     from io import BytesIO
 
     from PIL import Image
 
     page.mouse.move(0, 0)  # no hover: the mode bar hidden, no tooltip
     page.wait_for_timeout(300)
-    return Image.open(BytesIO(page.locator("#chart").screenshot())).convert("RGB")
+    return Image.open(BytesIO(page.locator(selector).screenshot())).convert("RGB")
 
 
-def _differing_share(a, b) -> float:
+def differing_share(a, b) -> float:
     from PIL import ImageChops
 
     if a.size != b.size:
@@ -115,7 +115,7 @@ def test_the_chart_after_an_in_place_change_looks_like_a_fresh_load_of_its_url(p
     page.locator("input[name=budget]").dispatch_event("change")
     page.wait_for_url(re.compile(r"budget=8000"))
     page.locator("#chart[data-drawn='1']").wait_for()
-    after = _chart_image(page)
+    after = chart_image(page)
     legend = page.locator("#chart .legendtext").all_text_contents()
     assert "full history (none)" in legend
     # plotly.js's styles hang on the class it gives the chart: it must survive the swap.
@@ -124,6 +124,6 @@ def test_the_chart_after_an_in_place_change_looks_like_a_fresh_load_of_its_url(p
     fresh = other.new_page()
     fresh.goto(page.url)
     fresh.locator("#chart[data-drawn='1']").wait_for()
-    before = _chart_image(fresh)
+    before = chart_image(fresh)
     other.close()
-    assert _differing_share(after, before) < 0.01
+    assert differing_share(after, before) < 0.01

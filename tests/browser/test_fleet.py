@@ -42,3 +42,27 @@ def test_markup_in_a_run_title_is_shown_as_text_in_the_chart(page, fleet):
     chart.locator(".main-svg").first.wait_for()
     assert chart.locator("a").count() == 0 and chart.locator("b").count() == 0
     assert '<a href="https://evil.example/">' in chart.locator(".legend").text_content()
+
+
+def test_the_fleet_chart_after_a_policy_change_looks_like_a_fresh_load(page, fleet, chromium):
+    from tests.browser.test_dashboard import chart_image, differing_share
+
+    collection = fleet[0].collection
+    query = "?policy=mythex&budget=10000&hard_limit=40000&estimator=chars4"
+    page.goto(f"{page.base}/collections/{collection.public_id}/{query}")
+    page.locator("[data-figure='fleet-data'] .main-svg").first.wait_for()
+    page.select_option("select[name=policy]", "turns")
+    page.wait_for_url(re.compile(r"policy=turns"))
+    page.locator("dl.cards", has_text="0 of 3").wait_for()
+    page.wait_for_timeout(500)
+    after = chart_image(page, "[data-figure='fleet-data']")
+    legend = page.locator("[data-figure='fleet-data'] .legendtext").all_text_contents()
+    assert len(legend) >= 3
+    other = chromium.new_context(viewport={"width": 1280, "height": 800})
+    fresh = other.new_page()
+    fresh.goto(page.url)
+    fresh.locator("[data-figure='fleet-data'] .main-svg").first.wait_for()
+    fresh.wait_for_timeout(300)
+    before = chart_image(fresh, "[data-figure='fleet-data']")
+    other.close()
+    assert differing_share(after, before) < 0.01
