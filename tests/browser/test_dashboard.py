@@ -127,3 +127,17 @@ def test_the_chart_after_an_in_place_change_looks_like_a_fresh_load_of_its_url(p
     before = chart_image(fresh)
     other.close()
     assert differing_share(after, before) < 0.01
+
+
+def test_a_rejected_parameter_says_why_in_place_and_keeps_the_controls(page, run):
+    open_dashboard(page, run, "?policy=mythex")
+    page.fill("#policy-params input[name=keep_fraction]", "abc")
+    page.locator("#policy-params input[name=keep_fraction]").dispatch_event("change")
+    alert = page.locator("#analysis [role=alert]")
+    alert.wait_for()
+    assert "keep_fraction" in alert.inner_text()
+    # The parameter is still there to be corrected, and correcting it redraws the chart.
+    page.fill("#policy-params input[name=keep_fraction]", "0.25")
+    page.locator("#policy-params input[name=keep_fraction]").dispatch_event("change")
+    page.locator("#chart[data-drawn='1']").wait_for()
+    assert page.locator("#analysis [role=alert]").count() == 0

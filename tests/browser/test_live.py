@@ -35,7 +35,10 @@ def test_an_open_dashboard_grows_as_messages_are_streamed(page):
     page.evaluate("window.__same_page = true")
     more = [m for i in range(2, 6) for m in _round(i)]
     api.post(url, json.dumps({"messages": more}), content_type="application/json")
-    page.wait_for_function("document.getElementById('chart').data[0].x.length === 7")
+    # The new chart is drawn once htmx has settled the swap: until then it has no data.
+    page.wait_for_function(
+        "((document.getElementById('chart').data || [])[0] || {x: []}).x.length === 7"
+    )
     assert page.evaluate("window.__same_page") is True  # redrawn in place, not reloaded
     assert "13 messages so far" in page.locator("#live").inner_text()
     assert page.url.endswith(f"/runs/{run_id}/?budget=5000")
