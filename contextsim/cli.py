@@ -90,7 +90,7 @@ def _simulate(args: argparse.Namespace) -> int:
         ref = reference_tokens(run, reference) if reference is not None else None
         facts = model_facts(run.model)
         prices = _prices(args.prices, args.price or [], None if args.prices else facts)
-        hard_limit, budget, said = run_limits(run, facts, args.hard_limit, args.budget)
+        hard_limit, budget, said = run_limits(run, args.hard_limit, args.budget)
         if said:
             print(f"warning: {run.title}: {said}", file=sys.stderr)
         rec = _reconciliation(args, sk, estimator.count, prices)

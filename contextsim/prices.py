@@ -109,22 +109,27 @@ DEFAULT_BUDGET = 400_000
 """Our own per-request limit where nothing else decides it (the seed system's)."""
 
 
-def run_limits(
-    run: Run, facts: ModelFacts | None, hard_limit: int | None, budget: int | None
-) -> tuple[int, int, str]:
-    """(hard limit, budget, what to tell the person) for `run`, tokens per request. The
-    hard limit: as given, else the window the log states, else the model's window from
-    genai-prices, else DEFAULT_HARD_LIMIT (and a warning saying so). The budget: as
-    given, else DEFAULT_BUDGET, never above the hard limit."""
+def default_limits(model: str, context_window: int | None) -> tuple[int, int, bool]:
+    """(hard limit, budget, whether the window is known) in tokens per request for a
+    run of `model` whose log states `context_window` (or None): the hard limit is the
+    stated window, else the model's from genai-prices, else DEFAULT_HARD_LIMIT; the
+    budget is DEFAULT_BUDGET, never above the hard limit."""
+    facts = model_facts(model)
+    window = context_window or (facts.context_window if facts else None)
+    hard_limit = window or DEFAULT_HARD_LIMIT
+    return hard_limit, min(DEFAULT_BUDGET, hard_limit), window is not None
+
+
+def run_limits(run: Run, hard_limit: int | None, budget: int | None) -> tuple[int, int, str]:
+    """(hard limit, budget, what to tell the person) for `run`: as given, else its
+    default_limits, with a warning when the window is unknown."""
+    default_hard, _, known = default_limits(run.model, run.context_window)
     said = ""
-    if hard_limit is None:
-        hard_limit = run.context_window or (facts.context_window if facts else None)
-        if hard_limit is None:
-            hard_limit = DEFAULT_HARD_LIMIT
-            model = f"model {run.model!r}" if run.model else "no model named in the log"
-            said = f"{model}: window unknown, hard limit {DEFAULT_HARD_LIMIT:,} assumed"
-    if budget is None:
-        budget = min(DEFAULT_BUDGET, hard_limit)
+    if hard_limit is None and not known:
+        model = f"model {run.model!r}" if run.model else "no model named in the log"
+        said = f"{model}: window unknown, hard limit {DEFAULT_HARD_LIMIT:,} assumed"
+    hard_limit = hard_limit if hard_limit is not None else default_hard
+    budget = budget if budget is not None else min(DEFAULT_BUDGET, hard_limit)
     return hard_limit, budget, said
 
 

@@ -13,22 +13,24 @@ from django.http import QueryDict
 from contextsim.estimators import ESTIMATORS, Estimator
 from contextsim.policies import POLICIES
 from contextsim.policies.base import changed_params, make_params, param_fields
-from contextsim.prices import model_facts
-from contextsim.simulate import MAX_TOKENS
+from contextsim.prices import DEFAULT_BUDGET, DEFAULT_HARD_LIMIT, default_limits
+from contextsim.simulate import MAX_TOKENS, REPLAY
 from contextsim.sweep import Config
 
-DEFAULTS = {"policy": "as_logged", "budget": 400_000, "hard_limit": 1_000_000, "estimator": "o200k"}
+DEFAULTS = {
+    "policy": REPLAY,
+    "budget": DEFAULT_BUDGET,
+    "hard_limit": DEFAULT_HARD_LIMIT,
+    "estimator": "o200k",
+}
 """The defaults where a run says nothing (see defaults_for)."""
 
 
 def defaults_for(model: str, context_window: int | None) -> dict[str, Any]:
     """A run's defaults: its hard limit is the window its log states, else its model's
     (genai-prices), else DEFAULTS'; the budget is DEFAULTS' but never above it."""
-    facts = model_facts(model)
-    window = context_window or (facts.context_window if facts else None)
-    if not window:
-        return dict(DEFAULTS)
-    return {**DEFAULTS, "hard_limit": window, "budget": min(int(DEFAULTS["budget"]), window)}
+    hard_limit, budget, _ = default_limits(model, context_window)
+    return {**DEFAULTS, "hard_limit": hard_limit, "budget": budget}
 
 
 class BadQuery(ValueError):

@@ -8,11 +8,13 @@ from typing import Any
 
 from contextsim.costs import PRESETS, Prices
 from contextsim.estimators import ESTIMATORS, Estimator
+from contextsim.memo import per_skeleton
 from contextsim.model import KINDS
 from contextsim.prices import model_facts, run_measured_cost
 from contextsim.problems import Problem, detect
 from contextsim.reconcile import Reconciliation
 from contextsim.simulate import (
+    REPLAY,
     Simulation,
     compaction_steps,
     reconciliation,
@@ -79,13 +81,13 @@ def analyse(
             simulate(sk, state.compare, state.compare_params, **limits) if state.compare else None
         )
         baseline = (
-            simulate(sk, "as_logged", **limits)
-            if state.policy != "as_logged" and state.compare != "as_logged"
-            else None
+            simulate(sk, REPLAY, **limits) if REPLAY not in (state.policy, state.compare) else None
         )
     except ValueError as exc:  # a policy that cannot work with these settings says why
         raise BadQuery(f"{state.policy}: {exc}") from None
-    cost = run_measured_cost(run.model, sk.usage, prices)
+    cost = per_skeleton(
+        sk, ("measured_cost", prices), lambda: run_measured_cost(run.model, sk.usage, prices)
+    )
     return Analysis(state, main, detect(main), other, rec, prices, cost, baseline)
 
 
@@ -156,7 +158,7 @@ def _compaction_event(sim: Simulation, step: int) -> str:
     text = "the agent compacted its conversation before this request"
     if before is not None and after is not None:
         text += f": {before:,} tokens measured before, {after:,} after"
-    if sim.policy != "as_logged":
+    if sim.policy != REPLAY:
         text += f" ({sim.policy} simulates the full history instead)"
     return text
 

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET
 from contextsim.policies import POLICIES
 from contextsim.problems import KINDS as PROBLEM_KINDS
 from contextsim.report import simulation_summary
+from contextsim.simulate import REPLAY
 from webapp import share_grants, viewstate
 from webapp.charts.ledger import ledger_figure
 from webapp.models import Run
@@ -93,7 +94,7 @@ def run_dashboard(request: HttpRequest, public_id: str) -> HttpResponse:
                 "params": viewstate.param_controls(state),
                 "permalink": state.query(),
                 "baseline_query": replace(
-                    state, policy="as_logged", params=POLICIES["as_logged"].Params()
+                    state, policy=REPLAY, params=POLICIES[REPLAY].Params()
                 ).query(),
             }
         )
