@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from contextsim.compaction_points import CompactionPoint, compaction_points, requests_of
 from contextsim.costs import PRESETS, Prices
 from contextsim.estimator_report import compare_text, file_text, signed_error
 from contextsim.estimators import ESTIMATORS
@@ -93,7 +94,8 @@ def _simulate(args: argparse.Namespace) -> int:
         hard_limit, budget, said = run_limits(run, args.hard_limit, args.budget)
         if said:
             print(f"warning: {run.title}: {said}", file=sys.stderr)
-        rec = _reconciliation(args, sk, estimator.count, prices)
+        points = compaction_points(sk, [build(r, estimator) for r in requests_of(run, runs)])
+        rec = _reconciliation(args, sk, estimator.count, prices, points)
         for name, params in configs:
             sim = simulate(
                 sk,
@@ -119,12 +121,19 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _reconciliation(
-    args: argparse.Namespace, sk: Skeleton, count: Callable[[str], int], prices: Prices
+    args: argparse.Namespace,
+    sk: Skeleton,
+    count: Callable[[str], int],
+    prices: Prices,
+    points: tuple[CompactionPoint, ...],
 ) -> Reconciliation | None:
-    """The run's fit, unless --no-reconcile; --overhead and --scale replace its terms."""
+    """The run's fit (its compaction requests' points included), unless --no-reconcile;
+    --overhead and --scale replace its terms."""
     if args.no_reconcile:
         return None
-    return reconciliation(sk, count, prices, overhead=args.overhead, scale=args.scale)
+    return reconciliation(
+        sk, count, prices, overhead=args.overhead, scale=args.scale, points=points
+    )
 
 
 def _prices(preset: str | None, overrides: list[str], facts: ModelFacts | None = None) -> Prices:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from contextsim.accounting import Accountant
+from contextsim.compaction_points import CompactionPoint
 from contextsim.costs import PRESETS, Prices, measured_cost, per_token
 from contextsim.estimators import MESSAGE_OVERHEAD, Estimator
 from contextsim.memo import per_skeleton
@@ -178,18 +179,41 @@ def simulate(
 
 
 def reconcile_skeleton(
-    sk: Skeleton, count: Callable[[str], int], prices: Prices = PRESETS["anthropic"]
+    sk: Skeleton,
+    count: Callable[[str], int],
+    prices: Prices = PRESETS["anthropic"],
+    points: tuple[CompactionPoint, ...] = (),
 ) -> Reconciliation | None:
     """The run's reconciliation, fitted on what it sent (as_logged, unreconciled) at the
-    requests whose usage was measured; None when none was (see contextsim.reconcile)."""
+    requests whose usage was measured, and on its compaction requests' `points`; None
+    when nothing was measured (see contextsim.reconcile)."""
+    rows = _measured_rows(sk, count, prices, points)
+    return fit([e for e, _, _ in rows], [m for _, m, _ in rows], [k for _, _, k in rows])
+
+
+def _measured_rows(
+    sk: Skeleton,
+    count: Callable[[str], int],
+    prices: Prices,
+    points: tuple[CompactionPoint, ...],
+) -> list[tuple[int, int, tuple[int, int]]]:
+    """(estimated, measured, (stretch, step)) of every measured request as the log
+    replays it; a compaction request counts as the history it compacted (the replayed
+    request at its boundary and the messages up to it) plus its own prompt, in the
+    stretch before its compaction, at the step of the last request before it."""
     sim = simulate(sk, REPLAY, budget=MAX_TOKENS, hard_limit=MAX_TOKENS, count=count, prices=prices)
     marks = sorted(b for b in sk.compactions if b > 0)
-    rows = [
-        (r.estimated, r.measured, (bisect_left(marks, r.end), r.step))
-        for r in sim.records
-        if r.measured
-    ]
-    return fit([e for e, _, _ in rows], [m for _, m, _ in rows], [k for _, _, k in rows])
+    rows = [(r.estimated, r.measured, (bisect_left(marks, r.end), r.step)) for r in sim.records]
+    out = [(e, m, k) for e, m, k in rows if m]
+    for point in points:
+        step = bisect_right(sk.ends, point.boundary) - 1
+        if step < 0:
+            continue
+        record = sim.records[step]
+        history = record.estimated + sum(sk.tokens[record.end : point.boundary])
+        mark = (bisect_left(marks, point.boundary), step)
+        out.append((history + point.prompt, point.measured, mark))
+    return sorted(out, key=lambda row: row[2])
 
 
 def reconciliation(
@@ -199,12 +223,16 @@ def reconciliation(
     *,
     overhead: int | None = None,
     scale: float | None = None,
+    points: tuple[CompactionPoint, ...] = (),
 ) -> Reconciliation | None:
     """The run's reconciliation: fitted (reconcile_skeleton, kept while the skeleton
     lives), or with `overhead` (tokens) and/or `scale` set by the person in place of the
-    fitted terms, scored against the measured requests (source "set")."""
+    fitted terms, scored against the measured requests (source "set"). `points` are the
+    run's compaction requests (contextsim.compaction_points), fitted and scored too."""
     fitted = per_skeleton(
-        sk, ("reconciliation", prices), lambda: reconcile_skeleton(sk, count, prices)
+        sk,
+        ("reconciliation", prices, points),
+        lambda: reconcile_skeleton(sk, count, prices, points),
     )
     if overhead is None and scale is None:
         return fitted
@@ -214,19 +242,20 @@ def reconciliation(
         overhead if overhead is not None else base.overhead,
         source="set",
     )
-    return scored_on(sk, chosen, count, prices)
+    return scored_on(sk, chosen, count, prices, points)
 
 
 def scored_on(
-    sk: Skeleton, rec: Reconciliation, count: Callable[[str], int], prices: Prices
+    sk: Skeleton,
+    rec: Reconciliation,
+    count: Callable[[str], int],
+    prices: Prices,
+    points: tuple[CompactionPoint, ...] = (),
 ) -> Reconciliation:
     """`rec` (set by hand or borrowed from another run) with its errors on this run's
-    measured requests, as the log replays them."""
-    replay = simulate(
-        sk, REPLAY, budget=MAX_TOKENS, hard_limit=MAX_TOKENS, count=count, prices=prices
-    )
-    pairs = [(r.estimated, r.measured) for r in replay.records if r.measured]
-    return score(rec, [e for e, _ in pairs], [m for _, m in pairs])
+    measured requests, as the log replays them, and on its compaction requests."""
+    rows = _measured_rows(sk, count, prices, points)
+    return score(rec, [e for e, _, _ in rows], [m for _, m, _ in rows])
 
 
 def _overheads(rec: Reconciliation | None, steps: int, replay: bool) -> list[int] | None:

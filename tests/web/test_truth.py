@@ -111,3 +111,34 @@ def test_a_what_if_is_compared_with_what_was_sent(alice_client, alice):
     html = _page(alice_client, run, policy="mythex", budget="20000")
     assert "A what-if, compared with what was sent" in html
     assert 'id="baseline"' not in _page(alice_client, run)  # as_logged is the baseline
+
+
+def test_a_sessions_compaction_request_is_one_more_point_of_its_fit(alice_client, alice):
+    from contextsim.model import Compaction
+
+    session = _run("session", True)
+    summary = Message("user", (TextPart("Summary: read ten files"),), compact_summary=True)
+    after = _run("after", True).messages[1:]
+    compacted = Run(
+        "session",
+        (*session.messages, summary, *after),
+        format="native",
+        model=MODEL,
+        session_id="s-1",
+        compactions=(Compaction(len(session.messages), 31_000, "auto"),),
+    )
+    prompt = Message("user", (TextPart("Summarize this conversation"),))
+    wrote = Message("assistant", (TextPart("Summary"),), Usage(31_000, output_tokens=900))
+    request = Run(
+        "compaction request of s-1",
+        (prompt, wrote),
+        format="native",
+        model=MODEL,
+        session_id="agent-acompact-1",
+        parent_session_id="s-1",
+        subagent=True,
+        compaction_request=True,
+    )
+    stored, _ = _save(alice, compacted, request)
+    html = _page(alice_client, stored)
+    assert "fitted on 21 measured requests (1 of them the compaction request)" in html

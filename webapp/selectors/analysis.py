@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from contextsim.compaction_points import CompactionPoint, compaction_points
 from contextsim.costs import PRESETS, Prices
 from contextsim.estimators import ESTIMATORS, Estimator
 from contextsim.memo import per_skeleton
@@ -40,6 +41,8 @@ class Analysis:
     measured_cost: float | None = None
     baseline: Simulation | None = None
     """What was sent (as_logged), when the state's policy is a what-if."""
+    compaction_points: int = 0
+    """Measured compaction requests among the points the fit was made on."""
 
 
 def run_prices(run: Run) -> Prices:
@@ -64,10 +67,14 @@ def analyse(
     count = counter.count
     prices = run_prices(run)
     rec = None
+    points: tuple[CompactionPoint, ...] = ()
     if state.reconcile and lender is not None:
         rec = _borrowed(lender, state, counter, sk, prices)
     elif state.reconcile:
-        rec = reconciliation(sk, count, prices, overhead=state.overhead, scale=state.scale)
+        points = _compaction_points(run, sk, state.estimator, counter)
+        rec = reconciliation(
+            sk, count, prices, overhead=state.overhead, scale=state.scale, points=points
+        )
     limits = {
         "budget": state.budget,
         "hard_limit": state.hard_limit,
@@ -88,7 +95,20 @@ def analyse(
     cost = per_skeleton(
         sk, ("measured_cost", prices), lambda: run_measured_cost(run.model, sk.usage, prices)
     )
-    return Analysis(state, main, detect(main), other, rec, prices, cost, baseline)
+    return Analysis(state, main, detect(main), other, rec, prices, cost, baseline, len(points))
+
+
+def _compaction_points(
+    run: Run, sk: Skeleton, estimator: str, counter: Estimator
+) -> tuple[CompactionPoint, ...]:
+    """The fit points of the run's compaction requests (its owner's runs that wrote its
+    logged compactions' summaries), in the order they were imported."""
+    if not sk.compactions or not run.session_id or run.compaction_request:
+        return ()
+    requests = Run.objects.filter(
+        owner_id=run.owner_id, compaction_request=True, parent_session_id=run.session_id
+    ).order_by("id")
+    return compaction_points(sk, [skeleton_of(r, estimator, counter) for r in requests])
 
 
 def _borrowed(
