@@ -188,6 +188,19 @@ class Compaction:
 
 
 @dataclass(frozen=True, slots=True)
+class Elision:
+    """Message `message` sent as `text` instead of in full from request `from_step` on,
+    as the log's own record of each request shows (SWE-agent's history processors
+    replace old observations with a line such as "Old environment output: (40 lines
+    omitted)"). The run keeps the message whole, for what-ifs; `as_logged` sends `text`.
+    """
+
+    message: int
+    from_step: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Run:
     """One saved agent conversation, all messages, in order.
 
@@ -211,6 +224,8 @@ class Run:
     compaction_request: bool = False
     """The run is the request that wrote a compaction's summary (Claude Code's
     ``acompact`` agent), attached to its session's compaction, not a subagent."""
+    elisions: tuple[Elision, ...] = ()
+    """Messages the agent itself sent shortened from some request on (see Elision)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,11 +117,13 @@ def fit(
 def _spread_out(pairs: list[tuple[int, int]]) -> bool:
     """Whether the estimates vary enough to tell a scale from an overhead: at least
     MIN_FOR_SCALE requests, and their middle 80% spanning 10% of the median or more (a
-    run whose requests are all about one size fits the overhead alone)."""
+    run whose requests are all about one size fits the overhead alone). Under 10
+    requests nothing is trimmed: one small first request against a cluster of later
+    ones is what tells the scale of a short run."""
     if len(pairs) < MIN_FOR_SCALE:
         return False
     ordered = sorted(e for e, _ in pairs)
-    trim = max(1, len(ordered) // 10)
+    trim = len(ordered) // 10
     low, high = ordered[trim], ordered[-1 - trim]
     return high - low >= 0.1 * max(statistics.median(ordered), 1)
 

@@ -115,6 +115,9 @@ class Skeleton:
     summaries: tuple[int, ...] = ()
     """Indexes of the summaries a logged compaction wrote (Message.compact_summary): a
     compaction's own artifacts, which what-if policies do not send."""
+    elisions: tuple[tuple[int, int, int], ...] = ()
+    """(message, first step, tokens as sent) of each message the agent sent shortened
+    from some request on (model.Elision): what as_logged sends in its place."""
 
     @property
     def size(self) -> int:
@@ -211,6 +214,11 @@ def build(run: Run, estimator: Estimator) -> Skeleton:
         harness_version=run.harness_version,
         compaction_request=run.compaction_request,
         summaries=tuple(i for i, m in enumerate(run.messages) if m.compact_summary),
+        elisions=tuple(
+            (e.message, e.from_step, MESSAGE_OVERHEAD + estimator.count(e.text))
+            for e in run.elisions
+            if e.message < len(run.messages)
+        ),
     )
 
 

@@ -64,6 +64,7 @@ def stored_run(run: Run) -> core.Run:
         context_window=run.context_window,
         harness_version=run.harness_version,
         compaction_request=run.compaction_request,
+        elisions=tuple(core.Elision(e["message"], e["from_step"], e["text"]) for e in run.elisions),
     )
 
 

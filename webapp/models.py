@@ -101,6 +101,9 @@ class Run(models.Model):
     harness_version = models.CharField(max_length=40, blank=True)
     compaction_request = models.BooleanField(default=False)
     """The request that wrote a compaction's summary (attached to its session's run)."""
+    elisions = models.JSONField(default=list, blank=True)
+    """Messages the agent sent shortened from some request on (contextsim.model.Elision):
+    [{"message", "from_step", "text"}]."""
     message_count = models.PositiveIntegerField(default=0)
     request_count = models.PositiveIntegerField(default=0)
     requests_with_usage = models.PositiveIntegerField(default=0)

@@ -8,6 +8,7 @@ suits streaming a live run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from contextsim.formats.base import (
@@ -22,6 +23,7 @@ from contextsim.formats.base import (
 from contextsim.model import (
     ROLES,
     Compaction,
+    Elision,
     ImagePart,
     Message,
     Part,
@@ -79,7 +81,9 @@ def _parse_document(source: Document) -> tuple[Run, ...]:
         compactions = tuple(
             _compaction(path, f"{where}.compactions[{i}]", c) for i, c in enumerate(listed)
         )
-        out.append(_run(path, where, run, messages, compactions))
+        listed = expect(path, f"{where}.elisions", run.get("elisions") or [], list, "a list")
+        elisions = [_elision(path, f"{where}.elisions[{i}]", e) for i, e in enumerate(listed)]
+        out.append(_run(path, where, run, messages, compactions, elisions))
     return tuple(out)
 
 
@@ -90,14 +94,18 @@ def _parse_lines(source: Lines) -> tuple[Run, ...]:
     header_line = 0
     messages: list[Message] = []
     compactions: list[Compaction] = []
+    elisions: list[Elision] = []
     for record in source:
         where, data = f"line {record.line}", record.data
         kind = data.get("type")
         if kind == "run":
             if header is not None:
-                runs.append(_run(path, f"line {header_line}", header, messages, compactions))
+                runs.append(
+                    _run(path, f"line {header_line}", header, messages, compactions, elisions)
+                )
             _check_version(path, where, data)
             header, header_line, messages, compactions = data, record.line, [], []
+            elisions = []
         elif header is None:
             raise FormatError(path, where, "expected a run header line first")
         elif kind == "message":
@@ -105,13 +113,14 @@ def _parse_lines(source: Lines) -> tuple[Run, ...]:
             messages.append(parse_message(path, f"{where}, $", data))
         elif kind == "compaction":
             compactions.append(_compaction(path, f"{where}, $", data))
+        elif kind == "elision":
+            elisions.append(_elision(path, f"{where}, $", data))
         else:
-            raise FormatError(
-                path, where, f"unknown record type {kind!r}; expected run, message or compaction"
-            )
+            expected = "run, message, compaction or elision"
+            raise FormatError(path, where, f"unknown record type {kind!r}; expected {expected}")
     if header is None:
         raise FormatError(path, "", "no run header line found")
-    runs.append(_run(path, f"line {header_line}", header, messages, compactions))
+    runs.append(_run(path, f"line {header_line}", header, messages, compactions, elisions))
     return tuple(runs)
 
 
@@ -121,6 +130,7 @@ def _run(
     data: dict[str, Any],
     messages: list[Message] | tuple[Message, ...],
     compactions: list[Compaction] | tuple[Compaction, ...],
+    elisions: Sequence[Elision] = (),
 ) -> Run:
     fields = {k: data[k] for k in RUN_FIELDS if k in data}
     for key, value in fields.items():
@@ -130,8 +140,20 @@ def _run(
         messages=tuple(messages),
         format="native",
         compactions=tuple(compactions),
+        elisions=tuple(e for e in elisions if e.message < len(messages)),
         **{"title": "untitled run", **fields},
     )
+
+
+def _elision(path: str, where: str, data: Any) -> Elision:
+    """{"message": index, "from_step": step, "text": what was sent in its place}."""
+    expect(path, where, data, dict, "an elision object")
+    message = expect(path, f"{where}.message", data.get("message"), int, "a message index")
+    step = expect(path, f"{where}.from_step", data.get("from_step"), int, "a step index")
+    text = expect(path, f"{where}.text", data.get("text"), str, "the text sent")
+    if message < 0 or step < 0:
+        raise FormatError(path, where, f"expected indexes of 0 or more, found {message}, {step}")
+    return Elision(message, step, text)
 
 
 def _compaction(path: str, where: str, data: Any) -> Compaction:
@@ -263,5 +285,8 @@ def run_to_dict(run: Run) -> dict[str, Any]:
         "compactions": [
             {"before_message": c.before_message, "pre_tokens": c.pre_tokens, "trigger": c.trigger}
             for c in run.compactions
+        ],
+        "elisions": [
+            {"message": e.message, "from_step": e.from_step, "text": e.text} for e in run.elisions
         ],
     }

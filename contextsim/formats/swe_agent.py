@@ -21,6 +21,11 @@ How the run is built:
 - The history is written before each call's response is added, so a run that stops
   after its last call lacks that response; when ``trajectory`` has exactly one step
   more than the history has replies, that step's response is added as the last reply.
+- Newer files keep each step's exact input (``query``; ``messages`` in some older
+  ones). Lined up with the history (formats.sent_requests), it shows which
+  observations the agent's history processors sent shortened ("Old environment output:
+  (40 lines omitted)") and from which request on: the run's elisions, which
+  ``as_logged`` replays. The history itself stays whole, for what-ifs.
 - SWE-agent logs no per-request usage, only totals (``info.model_stats``): no message
   gets usage, and the totals are reported in a warning. When the totals count as many
   calls as the run has replies, the output after the last reply was never sent: it is
@@ -43,7 +48,16 @@ from contextsim.formats.base import (
 )
 from contextsim.formats.exchanges import TITLE_CHARS
 from contextsim.formats.openai import OpenAIImporter
-from contextsim.model import Message, Part, Run, TextPart, ToolCallPart, ToolResultPart
+from contextsim.formats.sent_requests import SentRequest, elisions_of
+from contextsim.model import (
+    Elision,
+    Message,
+    Part,
+    Run,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 
 ROLES = ("system", "user", "assistant", "tool")
 ROLES_EXPECTED = "system, user, assistant or tool"
@@ -81,14 +95,20 @@ class SWEAgentImporter:
             messages = without_unsent_tail(messages)  # every call is here: none pending
         config = _config(data.get("replay_config"))
         instance = _instance_id(config) or _stem(path)
+        elisions, sent_warnings = _elisions(path, history, steps or [], len(messages))
         run = Run(
             _title(instance, messages),
             tuple(messages),
             self.name,
             _model(config),
             session_id=instance,
+            elisions=elisions,
         )
-        warnings = [*_agents_warning(path, history), *_totals_warning(path, data.get("info"))]
+        warnings = [
+            *_agents_warning(path, history),
+            *_totals_warning(path, data.get("info")),
+            *sent_warnings,
+        ]
         return ParsedFile(self.name, (run,), tuple(warnings))
 
 
@@ -184,6 +204,39 @@ def _last_reply(path: str, messages: list[Message], steps: list[Any]) -> list[Me
     else:
         parts = _action_parts(thought, f"trajectory-{replies}", action)
     return [Message("assistant", parts, source=where)]
+
+
+def _elisions(
+    path: str, history: list[Any], steps: list[Any], kept: int
+) -> tuple[tuple[Elision, ...], list[str]]:
+    """What each step's ``query`` (``messages`` in older files: the exact input of
+    that step) shows the agent sent shortened. Step k is the request answered by the
+    history's k-th reply, or by the reply only the trajectory kept; a step whose
+    ``response`` is not that reply means the steps do not line up with the history, and
+    no step is used."""
+    ends = [i for i, m in enumerate(history) if m.get("role") == "assistant"]
+    if len(steps) == len(ends) + 1:
+        ends.append(len(history))
+    requests = []
+    for k, (step, end) in enumerate(zip(steps, ends, strict=False)):
+        sent = step.get("query", step.get("messages")) if isinstance(step, dict) else None
+        if not isinstance(sent, list) or end > kept:
+            continue
+        where = f"$.trajectory[{k}]"
+        reply = history[end] if end < len(history) else None
+        if reply is not None and step.get("response") not in (None, reply.get("content")):
+            problem = "response is not the history's reply to this request"
+            return (), [f"{path}: {where}.response: {problem}; steps are replayed from the history"]
+        pairs = [_role_text(path, f"{where}.query[{i}]", m) for i, m in enumerate(sent)]
+        requests.append(SentRequest(k, end, pairs, f"{path}: {where}.query"))
+    history_pairs = [(str(m.get("role")), text_of(m.get("content"))) for m in history]
+    return elisions_of(history_pairs, requests)
+
+
+def _role_text(path: str, where: str, data: Any) -> tuple[str, str]:
+    expect(path, where, data, dict, "a message object")
+    _check_content(path, where, data)
+    return str(data.get("role")), text_of(data.get("content"))
 
 
 def _config(value: Any) -> dict[str, Any]:

@@ -142,3 +142,15 @@ def test_a_sessions_compaction_request_is_one_more_point_of_its_fit(alice_client
     stored, _ = _save(alice, compacted, request)
     html = _page(alice_client, stored)
     assert "fitted on 21 measured requests (1 of them the compaction request)" in html
+
+
+def test_the_inspector_shows_an_observation_the_agent_sent_shortened(alice_client, alice):
+    from tests.core.formats.test_sent_requests import EXAMPLES, OLD, _trajectory
+
+    parsed = EXAMPLES.parse(_trajectory())
+    (stored,) = save_parsed(parsed, owner=alice, visibility=Visibility.PRIVATE)
+    url = reverse("step", args=[stored.public_id, 2])
+    html = alice_client.get(url, {"estimator": "chars4"}).content.decode()
+    assert OLD in html and "the message in full" in html
+    whatif = alice_client.get(url, {"estimator": "chars4", "policy": "none"}).content.decode()
+    assert OLD not in whatif

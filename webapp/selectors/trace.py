@@ -9,7 +9,7 @@ from typing import Any
 
 from contextsim.policies import POLICIES
 from contextsim.problems import Problem
-from contextsim.simulate import Simulation, explain
+from contextsim.simulate import REPLAY, Simulation, explain
 from webapp.models import Message, Run
 
 PAGE = 50
@@ -125,6 +125,7 @@ def inspect_items(
     """Items [start, start + count) of the request at `step`, with what changed since the
     previous request."""
     texts = POLICIES[sim.policy].replacements(sim.params)
+    elided = {e["message"]: e["text"] for e in run.elisions} if sim.policy == REPLAY else {}
     # A gap the policy puts nothing in (as_logged: the log's own summary is a message of
     # the run) is no item of the request.
     items = [i for i in explain(sim, step) if i.index is not None or i.tokens or texts]
@@ -145,6 +146,9 @@ def inspect_items(
         if item.disposition in "co" and item.disposition in texts:
             replaced = texts[item.disposition]
             full = f"{replaced}\n\n--- what it replaced ---\n{full}"
+        elif item.disposition == "c" and item.index in elided:
+            # as_logged: the agent itself sent this message shortened (model.Elision).
+            full = f"{elided[item.index]}\n\n--- the message in full ---\n{full}"
         before = previous.get(item.index)
         change = (
             "new"

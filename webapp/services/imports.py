@@ -149,6 +149,10 @@ def save_run(
         context_window=run.context_window,
         harness_version=run.harness_version[:40],
         compaction_request=run.compaction_request,
+        elisions=[
+            {"message": e.message, "from_step": e.from_step, "text": _storable(e.text)}
+            for e in run.elisions
+        ],
         message_count=len(run.messages),
         request_count=core.request_count(run),
         requests_with_usage=len(measured),

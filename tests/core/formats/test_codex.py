@@ -445,3 +445,25 @@ def test_real_rollout_figures(corpus: Path):
     assert len(run.messages) == 743 + 1
     # task_started states the window.
     assert run.context_window == 258_400
+
+
+def test_turn_context_instructions_are_the_developer_items_already_in_the_rollout(corpus: Path):
+    """turn_context.developer_instructions is sent as a developer response_item (the same
+    redaction hash in the file): it is counted once, as that item, not again."""
+    (path,) = sorted((corpus / "codex").glob("localpush_redacted_rollout-*.jsonl"))
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    contexts = [r["payload"] for r in records if r["type"] == "turn_context"]
+    developer = [
+        c["text"]
+        for r in records
+        if r["type"] == "response_item" and r["payload"].get("role") == "developer"
+        for c in r["payload"]["content"]
+    ]
+    said = {c["developer_instructions"].split("sha=")[1] for c in contexts}
+    sent = {t.split("sha=")[1] for t in developer if "sha=" in t}
+    assert said and said <= sent
+    with path.open("rb") as stream:
+        (run,) = IMPORTER.parse(read_source(str(path), stream)).runs
+    texts = [m.text for m in run.messages if m.role == "system"]
+    for sha in said:
+        assert sum(sha in t for t in texts) == sum(sha in t for t in developer)
