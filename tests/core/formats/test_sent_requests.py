@@ -5,6 +5,7 @@ that does not line up with the history is named and replayed from the history.""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from contextsim.estimators import ESTIMATORS
@@ -88,3 +89,18 @@ def test_elisions_survive_the_native_format():
     assert isinstance(back, Run) and back.elisions == run.elisions
     bad = {"contextsim": 1, "runs": [{**run_to_dict(run), "elisions": [{"message": "3"}]}]}
     assert "$.runs[0].elisions[0].message" in native.error(bad)
+
+
+def test_an_elision_line_belongs_to_the_run_of_its_header():
+    lines = [
+        {"contextsim": 1, "type": "run", "title": "a"},
+        {"type": "message", "role": "user", "content": "x" * 400},
+        {"type": "message", "role": "assistant", "content": "ok"},
+        {"type": "elision", "message": 0, "from_step": 1, "text": "(shortened)"},
+        {"contextsim": 1, "type": "run", "title": "b"},
+        {"type": "message", "role": "user", "content": "y"},
+    ]
+    raw = "\n".join(json.dumps(line) for line in lines).encode()
+    first, second = Examples(NativeImporter(), "runs.jsonl").parse(raw).runs
+    assert first.elisions == (Elision(0, 1, "(shortened)"),)
+    assert second.elisions == ()
