@@ -165,6 +165,12 @@ class MythexParams:
     small_factor: float = 2.0
     """A result at most this many times the note's size is left alone."""
 
+    def __post_init__(self) -> None:
+        if not 0 < self.keep_fraction <= 1:
+            raise ValueError(f"keep_fraction must be in (0, 1], got {self.keep_fraction}")
+        if self.batch < 1:
+            raise ValueError(f"batch must be at least 1, got {self.batch}")
+
 
 class MythexPlanner(TurnCutter):
     def __init__(self, ctx: Context, params: MythexParams) -> None:

@@ -226,6 +226,8 @@ def test_the_inspector_shows_the_policys_own_text_where_it_summarized(alice_clie
         ({"policy": "openai_tool_output_trimmer", "recent_turns": "0"}, "recent_turns"),
         ({"policy": "openhands_amortized_forgetting", "max_size": "3"}, "max_size must be"),
         ({"policy": "deepagents", "trigger_fraction": "2"}, "trigger_fraction and keep_fraction"),
+        ({"policy": "mythex", "keep_fraction": "7"}, "keep_fraction must be in (0, 1], got 7"),
+        ({"policy": "mythex", "batch": "0"}, "batch must be at least 1"),
     ],
 )
 def test_parameters_a_policy_cannot_work_with_are_a_clear_400(alice_client, run, query, message):
@@ -248,3 +250,33 @@ def test_a_run_of_one_request_is_drawn_as_points_on_whole_steps(alice, alice_cli
     )
     assert all(t["mode"] == "markers" for t in figure["data"])
     assert figure["layout"]["xaxis"]["dtick"] == 1
+
+
+def test_a_long_request_pages_its_items_and_collapses_what_was_left_out(alice, alice_client):
+    import_bytes(alice, "long.json", native_run(rounds=120, size=400))
+    long = Run.objects.get(title="dash")
+    query = {"policy": "codex_auto_compact", "window": "9000", "estimator": "chars4"}
+    last = long.request_count - 1
+    page = get(alice_client, "step", long, last, **query).content.decode()
+    assert "showing 1–200" in page and "showing 1–0" not in page
+    # The summarized history is one collapsed card, not one card per message.
+    assert page.count('class="msg msg-group') == 1
+    assert "messages not sent (summarized)" in page
+    later = get(alice_client, "step", long, last, **query, **{"from": "200"}).content.decode()
+    assert "← earlier" in later and "later →" not in later
+
+
+def test_next_problem_includes_info_problems(alice_client, run):
+    from django.http import QueryDict
+
+    from webapp.selectors.analysis import analyse
+    from webapp.viewstate import defaults_for, read_state
+
+    page = get(alice_client, "step", run, 9, budget=8000).content.decode()
+    query = QueryDict("policy=mythex&budget=8000")
+    state = read_state(query, None, defaults_for(run.model, run.context_window))
+    problems = analyse(run, state).problems
+    first = min(p.step for p in problems if p.step > 9)
+    assert {p.severity for p in problems if p.step == first} == {"info"}
+    url = reverse("step", args=[run.public_id, first])
+    assert f'id="next-problem" href="{url}' in page

@@ -141,7 +141,7 @@ def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict
     cached_until = _cached_until(items, sim.estimated_cached(step))
     start = max(0, min(start, max(len(items) - INSPECT_PAGE, 0)))
     page = trace.inspect_items(run, sim, step, start, INSPECT_PAGE)
-    later = [p.step for p in result.problems if p.step > step and p.severity != "info"]
+    later = [p.step for p in result.problems if p.step > step]
     kept = dict(zip(KINDS, sim.kept_by_kind(step), strict=True))
     changes: dict[str, int] = {}
     for item in items:
@@ -152,7 +152,9 @@ def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict
         "step": step,
         "record": record,
         "items": page,
+        "rows": item_rows(page, start, cached_until),
         "item_start": start,
+        "item_end": start + len(page),
         "item_count": len(items),
         "page_size": INSPECT_PAGE,
         "cached_until": cached_until,
@@ -167,6 +169,58 @@ def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict
         "next_problem": later[0] if later else None,
         "permalink": result.state.query(),
     }
+
+
+GROUP_FROM = 3
+"""Consecutive messages left out of a request, this many or more, are shown as one
+collapsed group, not one card each."""
+
+
+@dataclass(frozen=True, slots=True)
+class ItemRow:
+    """One card of the inspector's list: a single item, or a run of left-out ones
+    (`items` holds them all, `disposition` says how they were left out). `position` is
+    the first item's position in the request; `cache_line` whether the cached prefix
+    ends just before it."""
+
+    items: list[trace.InspectItem]
+    position: int
+    cache_line: bool
+
+    @property
+    def group(self) -> bool:
+        return len(self.items) > 1
+
+    @property
+    def first(self) -> trace.InspectItem:
+        return self.items[0]
+
+    @property
+    def last(self) -> trace.InspectItem:
+        return self.items[-1]
+
+    @property
+    def tokens(self) -> int:
+        return sum(i.original or i.tokens for i in self.items)
+
+
+def item_rows(page: list[trace.InspectItem], start: int, cached_until: int) -> list[ItemRow]:
+    """The page's items as cards: GROUP_FROM or more consecutive items left out the same
+    way (truncated or summarized) become one group; the cache line is never inside one
+    (left-out items are not sent, so the cached prefix cannot end among them)."""
+    rows: list[ItemRow] = []
+    i = 0
+    while i < len(page):
+        j = i + 1
+        if page[i].disposition in "ts":
+            while j < len(page) and page[j].disposition == page[i].disposition:
+                j += 1
+        if j - i < GROUP_FROM:
+            j = i + 1
+        position = start + i
+        rows.append(ItemRow(page[i:j], position, position == cached_until))
+        i = j
+    return rows
 
 
 def _compaction_event(sim: Simulation, step: int) -> str:
