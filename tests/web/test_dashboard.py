@@ -258,7 +258,7 @@ def test_a_long_request_pages_its_items_and_collapses_what_was_left_out(alice, a
     query = {"policy": "codex_auto_compact", "window": "9000", "estimator": "chars4"}
     last = long.request_count - 1
     page = get(alice_client, "step", long, last, **query).content.decode()
-    assert "showing 1–200" in page and "showing 1–0" not in page
+    assert "showing 1\u2013200" in page and "showing 1\u20130" not in page
     # The summarized history is one collapsed card, not one card per message.
     assert page.count('class="msg msg-group') == 1
     assert "messages not sent (summarized)" in page
