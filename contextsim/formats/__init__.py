@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO
 
 from contextsim.formats.anthropic import AnthropicImporter
-from contextsim.formats.base import FormatError, Importer, ParsedFile, read_source
+from contextsim.formats.base import FormatError, Importer, ParsedFile, Source, read_source
 from contextsim.formats.claude_code import ClaudeCodeImporter
 from contextsim.formats.codex import CodexImporter
 from contextsim.formats.langchain import LangChainImporter
@@ -61,7 +61,7 @@ def parse_stream(name: str, stream: IO[bytes], format: str | None = None) -> Par
         raise FormatError(name, "", f"unknown format {format!r}; supported formats: {supported()}")
     source = read_source(name, stream)
     if format is not None:
-        return IMPORTERS[format].parse(source)
+        return _forced(IMPORTERS[format], source)
     for importer in IMPORTERS.values():
         if importer.sniff(source):
             return importer.parse(source)
@@ -71,6 +71,31 @@ def parse_stream(name: str, stream: IO[bytes], format: str | None = None) -> Par
         f"could not recognise the log format; supported formats: {supported()} "
         "(choose one explicitly to see what is missing)",
     )
+
+
+def _forced(importer: Importer, source: Source) -> ParsedFile:
+    """The file parsed as the format the person chose. Refused when it is another
+    format's file (that one claims it and the chosen one does not), or when the chosen
+    importer found nothing in it: a run of skipped records is not an import."""
+    if not importer.sniff(source):
+        other = next((i for i in IMPORTERS.values() if i.sniff(source)), None)
+        if other is not None:
+            raise FormatError(
+                source.path,
+                "",
+                f"this is not a {importer.label} file: it reads as {other.label} "
+                f"(format {other.name!r}); choose that format or let it be detected",
+            )
+    parsed = importer.parse(source)
+    if not any(run.messages for run in parsed.runs):
+        skipped = "; ".join(parsed.warnings[:3])
+        raise FormatError(
+            source.path,
+            "",
+            f"nothing in it is {importer.label}: no messages were found"
+            + (f" ({skipped})" if skipped else ""),
+        )
+    return parsed
 
 
 def parse_path(path: str | Path, format: str | None = None) -> ParsedFile:

@@ -106,3 +106,12 @@ def test_nul_characters_in_content_are_stored_on_every_database(alice):
     stored = Message.objects.get(run__session_id="s1", index=2)
     assert stored.parts[0]["text"] == "bin\ufffdary"
     assert Run.objects.get(session_id="s1").title == "nul\ufffdtitle"
+
+
+@pytest.mark.django_db
+def test_a_file_forced_as_the_wrong_format_saves_nothing_and_says_why(alice, corpus):
+    data = (corpus / "claude_code" / "ccviewer_5c0375b4.jsonl").read_bytes()
+    job = import_bytes(alice, "session.jsonl", data, "codex")
+    assert job.status == "failed"
+    assert "reads as Claude Code session JSONL" in job.error
+    assert not Run.objects.exists()
