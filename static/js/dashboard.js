@@ -45,6 +45,27 @@
     });
   }
 
+  // The budget's slider and its number field show one value: the slider is not a form
+  // field of its own (form=""), so moving it types into the number field, and typing
+  // there moves the slider, widening its range when the value is past its end.
+  function syncBudget(event) {
+    var target = event.target;
+    var form = target.form || target.closest("form");
+    if (!form || !form.querySelector) { return; }
+    var slider = form.querySelector("input[name=budget_slider]") ||
+      document.querySelector("input[name=budget_slider]");
+    var number = form.querySelector("input[name=budget]");
+    if (!slider || !number) { return; }
+    if (target === slider) {
+      number.value = slider.value;
+      number.dispatchEvent(new Event("input", { bubbles: true }));
+    } else if (target === number && number.value !== "") {
+      var value = Number(number.value);
+      if (value > Number(slider.max)) { slider.max = String(value); }
+      slider.value = String(value);
+    }
+  }
+
   function keys(event) {
     if (event.target.closest("input, select, textarea") || event.metaKey || event.ctrlKey || event.altKey) { return; }
     var map = { "j": "next-step", "ArrowRight": "next-step", "k": "previous-step", "ArrowLeft": "previous-step", "n": "next-problem" };
@@ -58,6 +79,7 @@
     drawFigures(document);
     copyLinks(document);
     document.addEventListener("keydown", keys);
+    document.addEventListener("input", syncBudget);
 
     // Draw once htmx has settled the new content, never before: while it settles, htmx
     // gives an element that keeps its id (#chart) the old element's attributes and then

@@ -22,6 +22,12 @@ def cards(page):
 def test_moving_the_budget_redraws_in_place_and_the_url_reproduces_the_view(page, run, chromium):
     open_dashboard(page, run)
     before = cards(page)
+    # The slider drives the number field it stands for.
+    page.locator("input[name=budget_slider]").fill("12000")
+    assert page.locator("input[name=budget]").input_value() == "12000"
+    page.wait_for_url(re.compile(r"\?budget=12000$"))
+    page.locator("#chart[data-drawn='1']").wait_for()
+    before = cards(page)
     page.evaluate("document.getElementById('chart').dataset.drawn = ''")
     page.fill("input[name=budget]", "8000")
     page.locator("input[name=budget]").dispatch_event("change")

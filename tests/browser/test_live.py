@@ -32,6 +32,7 @@ def test_an_open_dashboard_grows_as_messages_are_streamed(page):
     page.goto(f"{page.base}/runs/{run_id}/?budget=5000")
     page.locator("#chart[data-drawn='1']").wait_for()
     assert _steps(page) == 3
+    assert "2 requests" in page.locator("#page-head").inner_text()
     page.evaluate("window.__same_page = true")
     more = [m for i in range(2, 6) for m in _round(i)]
     api.post(url, json.dumps({"messages": more}), content_type="application/json")
@@ -42,3 +43,17 @@ def test_an_open_dashboard_grows_as_messages_are_streamed(page):
     assert page.evaluate("window.__same_page") is True  # redrawn in place, not reloaded
     assert "13 messages so far" in page.locator("#live").inner_text()
     assert page.url.endswith(f"/runs/{run_id}/?budget=5000")
+    # The title line counts the requests that arrived, not those of the first load.
+    from webapp.models import Run
+
+    count = Run.objects.get(public_id=run_id).request_count
+    assert count > 2
+    page.wait_for_function(
+        f"document.getElementById('page-head').innerText.includes('{count} requests')"
+    )
+    # Typing a budget moves its slider too, before any reload.
+    page.fill("input[name=budget]", "150000")
+    slider = page.locator("input[name=budget_slider]")
+    assert slider.input_value() == "150000"
+    page.wait_for_url(lambda url: "budget=150000" in url)
+    assert page.locator("input[name=budget_slider]").input_value() == "150000"
