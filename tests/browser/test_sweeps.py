@@ -56,3 +56,37 @@ def test_the_sweep_page_follows_progress_and_shows_the_outcome_when_done(page, f
     # The poll sees every cell done and reloads the page, which draws the outcome.
     page.locator("[data-figure='sweep-finished'] .main-svg").first.wait_for()
     assert "Done: 6 of 6 cells" in page.locator("#sweep-progress").inner_text()
+
+
+def test_the_outcome_drawn_after_following_progress_looks_like_a_fresh_load(page, fleet, chromium):
+    from contextsim.sweep import grid
+    from tests.browser.test_dashboard import chart_image, differing_share
+    from webapp.models import Sweep
+    from webapp.services import sweeps
+
+    sweep = Sweep.objects.create(
+        owner=fleet[0].owner,
+        title="drawn",
+        estimator="chars4",
+        hard_limit=40_000,
+        configs=[c.to_dict() for c in grid(["turns", "mythex"], [10_000, 20_000])],
+    )
+    sweep.runs.set(fleet)
+    cells = [
+        sweep.cells.create(run=run, config=i) for run in fleet for i in range(len(sweep.configs))
+    ]
+    page.goto(f"{page.base}/sweeps/{sweep.public_id}/")
+    page.locator("#sweep-progress", has_text="0 of 12 cells computed").wait_for()
+    for cell in cells:
+        sweeps.run_cell(cell.pk)
+    chart = "[data-figure='sweep-finished']"
+    page.locator(f"{chart} .main-svg").first.wait_for()
+    page.locator(f"{chart} .legend").first.wait_for()
+    followed = chart_image(page, chart)
+    other = chromium.new_context(viewport={"width": 1280, "height": 800})
+    fresh = other.new_page()
+    fresh.goto(page.url)
+    fresh.locator(f"{chart} .legend").first.wait_for()
+    assert differing_share(followed, chart_image(fresh, chart)) < 0.01
+    assert fresh.locator(f"{chart} .xtitle").count() == 1
+    other.close()

@@ -15,6 +15,7 @@ from typing import Any
 from contextsim.model import KINDS
 from contextsim.problems import Problem
 from contextsim.simulate import Simulation, compaction_steps
+from webapp.charts.axes import axis, legend_below
 
 MAX_POINTS = 600
 MAX_MARKED = 200
@@ -194,9 +195,9 @@ def _layout(sim: Simulation, top: int) -> dict[str, Any]:
         return {
             "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
             "hovermode": "closest",
-            "legend": {"orientation": "h", "y": -0.15},
-            "xaxis": {"title": {"text": "request (step)"}, "rangemode": "tozero"},
-            "yaxis": {"title": {"text": "tokens"}, "range": [0, top * 1.15], "tickformat": ",d"},
+            "legend": legend_below(),
+            "xaxis": axis("request (step)", rangemode="tozero"),
+            "yaxis": axis("tokens", range=[0, top * 1.15], tickformat=",d"),
             "annotations": [
                 {
                     "xref": "paper",
@@ -213,9 +214,9 @@ def _layout(sim: Simulation, top: int) -> dict[str, Any]:
     return {
         "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
         "hovermode": "closest",
-        "legend": {"orientation": "h", "y": -0.15},
-        "xaxis": {"title": {"text": "request (step)"}, "rangemode": "tozero"},
-        "yaxis": {"title": {"text": "tokens"}, "rangemode": "tozero", "tickformat": ",d"},
+        "legend": legend_below(),
+        "xaxis": axis("request (step)", rangemode="tozero"),
+        "yaxis": axis("tokens", rangemode="tozero", tickformat=",d"),
         **limit_lines(sim.budget, sim.hard_limit),
     }
 

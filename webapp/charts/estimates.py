@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from webapp.charts.axes import axis, legend_below
 from webapp.charts.composition import line
 
 
@@ -33,9 +34,9 @@ def estimates_figure(rows: list[Any], budget: int) -> dict[str, Any]:
         "layout": {
             "margin": {"l": 60, "r": 20, "t": 20, "b": 40},
             "hovermode": "x unified",
-            "legend": {"orientation": "h", "y": -0.2},
-            "xaxis": {"title": {"text": "request (step)"}},
-            "yaxis": {"title": {"text": "tokens"}, "rangemode": "tozero", "tickformat": ",d"},
+            "legend": legend_below(),
+            "xaxis": axis("request (step)"),
+            "yaxis": axis("tokens", rangemode="tozero", tickformat=",d"),
             "shapes": [hline],
         },
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from webapp.charts.axes import axis, legend_below
 from webapp.charts.composition import limit_lines, plain, sampled_steps
 from webapp.charts.sweeps import POLICY_COLOURS
 
@@ -48,9 +49,9 @@ def fleet_figure(fleet: Fleet, state: ViewState) -> dict[str, Any]:
             "height": 420,
             "margin": {"l": 60, "r": 20, "t": 20, "b": 40},
             "hovermode": "closest",
-            "legend": {"orientation": "h", "y": -0.15},
-            "xaxis": {"title": {"text": "request (step)"}, "rangemode": "tozero"},
-            "yaxis": {"title": {"text": "tokens sent"}, "rangemode": "tozero", "tickformat": ",d"},
+            "legend": legend_below(),
+            "xaxis": axis("request (step)", rangemode="tozero"),
+            "yaxis": axis("tokens sent", rangemode="tozero", tickformat=",d"),
             "paper_bgcolor": "rgba(0,0,0,0)",
             **limit_lines(state.budget, state.hard_limit),
         },

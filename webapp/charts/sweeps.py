@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextsim.sweep import Config, Totals
+from webapp.charts.axes import axis, legend_below
 
 # Okabe-Ito, in an order that keeps neighbouring policies apart.
 POLICY_COLOURS = (
@@ -100,14 +101,14 @@ def _layout(title: str, unit: str, log: bool, budgets: list[int]) -> dict[str, A
         "height": 300,
         "margin": {"l": 60, "r": 10, "t": 40, "b": 70},
         "xaxis": {
-            "title": {"text": "budget (tokens per request)"},
+            **axis("budget (tokens per request)"),
             "type": "log" if log else "linear",
             # Ticks at the swept budgets only: log axes otherwise label 2, 3, ... 9.
             "tickvals": sorted(set(budgets)),
             "ticktext": [_short(b) for b in sorted(set(budgets))],
         },
-        "yaxis": {"title": {"text": unit}, "rangemode": "tozero"},
-        "legend": {"orientation": "h", "y": -0.32},
+        "yaxis": axis(unit, rangemode="tozero"),
+        "legend": legend_below(),
         "hovermode": "closest",
         "paper_bgcolor": "rgba(0,0,0,0)",
     }
