@@ -88,3 +88,22 @@ def test_private_run_estimators_are_404_for_others(bob, run):
     client = Client()
     client.force_login(bob)
     assert client.get(reverse("run-estimators", args=[run.public_id])).status_code == 404
+
+
+def test_playground_counts_a_pasted_line_break_as_one_character(db):
+    """Browsers send a textarea's line breaks as CRLF; what was pasted had one character
+    per line break."""
+    lines = "\r\n".join(["one line of text"] * 50)
+    page = Client().post(reverse("playground"), {"text": lines}).content.decode()
+    pasted = len(lines.replace("\r\n", "\n"))
+    assert f'<td class="num">{pasted:,}</td>' in page
+    assert f'<td class="num">{len(lines):,}</td>' not in page
+
+
+def test_scripts_with_too_few_tokens_are_marked_and_muted_not_barred(db):
+    text = "An English paragraph that is long enough to count. " * 40 + " мир"
+    page = Client().post(reverse("playground"), {"text": text}).content.decode()
+    row = page.split('s-cyrillic">')[1].split("</tr>")[0]
+    assert "few tokens" in row and 'class="err muted"' in row and 'class="bar' not in row
+    latin = page.split('s-ascii_alnum">')[1].split("</tr>")[0]
+    assert "few tokens" not in latin and 'class="bar' in latin

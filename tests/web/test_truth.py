@@ -154,3 +154,26 @@ def test_the_inspector_shows_an_observation_the_agent_sent_shortened(alice_clien
     assert OLD in html and "the message in full" in html
     whatif = alice_client.get(url, {"estimator": "chars4", "policy": "none"}).content.decode()
     assert OLD not in whatif
+
+
+def test_a_peak_above_the_models_window_is_flagged_where_it_is_listed(alice_client, alice):
+    over = Message("assistant", (TextPart("done"),), Usage(250_000, output_tokens=10))
+    big = Run("big", (Message("user", (TextPart("go"),)), over), format="native", model=MODEL)
+    fits = _run("fits", True)
+    stored_big, stored_fits = _save(alice, big, fits)
+    listing = alice_client.get(reverse("runs")).content.decode()
+    assert listing.count("above the 200,000 window") == 1
+    requests = reverse("run-requests", args=[stored_big.public_id])
+    assert "above the 200,000 window" in alice_client.get(requests).content.decode()
+    requests = reverse("run-requests", args=[stored_fits.public_id])
+    assert "above the" not in alice_client.get(requests).content.decode()
+
+
+def test_the_ledger_says_which_policy_budget_and_estimator_it_shows(alice_client, alice):
+    (run,) = _save(alice, _run("measured", True))
+    url = reverse("ledger", args=[run.public_id])
+    query = {"policy": "mythex", "budget": "9000", "batch": "2", "estimator": "chars4"}
+    html = alice_client.get(url, query).content.decode()
+    line = html.split('id="ledger-config">')[1].split("</p>")[0]
+    assert "<b>mythex</b> (batch 2)" in line and "budget 9,000" in line
+    assert "hard limit 200,000" in line and "chars4 tokens" in line

@@ -79,9 +79,19 @@ def request_rows(run: Run) -> list[RequestRow]:
     return out
 
 
+FEW_TOKENS = 100
+"""A script with fewer reference tokens than this (or under FEW_SHARE of the text's) has
+errors too noisy to judge an estimator by: a handful of tokens either way is a large
+share. They are shown muted, with their reason, and without a bar."""
+FEW_SHARE = 0.02
+"""(templates/estimators/_script_table.html states both figures to the reader.)"""
+
+
 def script_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per script (then the total): figures and each estimator's signed error."""
+    """Per script (then the total): figures and each estimator's signed error; `few`
+    marks a script with too few tokens for its errors to mean much (FEW_TOKENS)."""
     rows = []
+    whole = report["total"]["reference"]
     for script, row in [*report["scripts"].items(), ("total", report["total"])]:
         estimates = []
         for name in ESTIMATORS:
@@ -95,9 +105,13 @@ def script_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
                 }
             )
         per_token = row["chars"] / row["reference"] if row["reference"] else None
+        few = script != "total" and (
+            row["reference"] < FEW_TOKENS or row["reference"] < FEW_SHARE * whole
+        )
         rows.append(
             {
                 "script": script,
+                "few": few,
                 "chars": row["chars"],
                 "reference": row["reference"],
                 "per_token": per_token,

@@ -86,3 +86,15 @@ def percent(value: float | None) -> str:
 def percent_plain(value: float | None) -> str:
     """0.123 -> '12.3%'."""
     return "" if value is None else f"{value:.1%}"
+
+
+@register.filter
+def window(run: Any) -> int | None:
+    """The run's context window (tokens): the one its log states, else its model's
+    (genai-prices), else None."""
+    from contextsim.prices import model_facts
+
+    if run.context_window:
+        return int(run.context_window)
+    facts = model_facts(run.model)
+    return facts.context_window if facts is not None else None

@@ -176,6 +176,9 @@ def ledger(request: HttpRequest, public_id: str) -> HttpResponse:
         assert isinstance(result, analysis.Analysis)
         context["ledger"] = ledger_figure(result.main)
         context["permalink"] = result.state.query()
+        context["params"] = [
+            p for p in viewstate.param_controls(result.state) if p["value"] != p["default"]
+        ]
     template = "dashboard/ledger.html#ledger" if request.htmx else "dashboard/ledger.html"
     return render(request, template, context, status=status)
 

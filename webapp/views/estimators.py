@@ -100,7 +100,9 @@ def fit_custom(request: HttpRequest, public_id: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def playground(request: HttpRequest) -> HttpResponse:
     reference, error = _reference(request)
-    text = request.POST.get("text", "")
+    # A form sends a textarea's line breaks as CRLF (the HTML standard): count the text
+    # as it was pasted, one character per line break. An uploaded file is counted as is.
+    text = request.POST.get("text", "").replace("\r\n", "\n")
     upload = request.FILES.get("file")
     if upload is not None:
         try:
