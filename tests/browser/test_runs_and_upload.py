@@ -54,3 +54,29 @@ def test_search_filters_the_list_in_place_and_pushes_the_url(page, tmp_path):
     assert "helper" in page.locator("#run-table").inner_text()
     page.fill("input[name=q]", "no such thing")
     page.locator("text=No run matches").wait_for()
+
+
+def test_a_session_and_its_subagent_uploaded_together_are_a_tree_to_walk(page, tmp_path):
+    from tests.web.test_sessions import AGENT, MAIN
+
+    (tmp_path / "subagents").mkdir()
+    main = write(tmp_path, "session.jsonl", MAIN)
+    agent = write(tmp_path, "subagents/agent-a7.jsonl", AGENT)
+    page.goto(page.base + "/upload/")
+    page.set_input_files("#id_files", [main, agent])
+    page.click("button[type=submit]")
+    page.locator(".job-done").nth(1).wait_for()
+    page.locator(".job-done a", has_text="fix the bug").first.click()
+    page.locator("#chart[data-drawn='1']").wait_for()
+    # The trace row of the call that started the subagent links to its run ...
+    page.locator("#trace-table a[title='the subagent this call started']").click()
+    page.locator("#chart[data-drawn='1']").wait_for()
+    # ... whose page links back to the step that started it, showing that call.
+    page.locator("#started-by a").click()
+    page.wait_for_url(re.compile(r"/steps/0/$"))
+    assert "Started the subagent" in page.locator("main").inner_text()
+    page.locator("h1 a").click()
+    page.locator("nav.siblings a").first.click()
+    tree = page.locator("#session-tree")
+    tree.wait_for()
+    assert "started at step 0" in tree.inner_text()

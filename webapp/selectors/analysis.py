@@ -25,7 +25,7 @@ from contextsim.simulate import (
 from contextsim.skeleton import Skeleton
 from webapp.charts.composition import composition_figure
 from webapp.derived import skeleton_of
-from webapp.models import Run
+from webapp.models import Message, Run
 from webapp.selectors import trace
 from webapp.viewstate import BadQuery, ViewState
 
@@ -148,9 +148,14 @@ def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict
         if item.change:
             key = "new messages" if item.change == "new" else f"newly {_WORDS[item.disposition]}"
             changes[key] = changes.get(key, 0) + 1
+    response = sim.skeleton.responses[step]
+    answer = trace.message_text(get_message_parts(run, response)) if response is not None else None
     return {
         "step": step,
         "record": record,
+        "response_index": response,
+        "response_text": answer[:PREVIEW] if answer is not None else None,
+        "response_cut": answer is not None and len(answer) > PREVIEW,
         "items": page,
         "rows": item_rows(page, start, cached_until),
         "item_start": start,
@@ -169,6 +174,15 @@ def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict
         "next_problem": later[0] if later else None,
         "permalink": result.state.query(),
     }
+
+
+PREVIEW = 4_000
+"""Characters of the response shown before "show all"."""
+
+
+def get_message_parts(run: Run, index: int) -> list[dict[str, Any]]:
+    found = Message.objects.filter(run=run, index=index).values_list("parts", flat=True).first()
+    return found or []
 
 
 GROUP_FROM = 3

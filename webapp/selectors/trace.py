@@ -11,6 +11,7 @@ from contextsim.policies import POLICIES
 from contextsim.problems import Problem
 from contextsim.simulate import REPLAY, Simulation, explain
 from webapp.models import Message, Run
+from webapp.selectors.sessions import spawned
 
 PAGE = 50
 PREVIEW_CHARS = 600
@@ -30,6 +31,8 @@ class TraceRow:
     measured: int | None
     rejected: bool
     over_budget: bool
+    subagents: tuple[Run, ...] = ()
+    """The subagents this step's calls started (selectors.sessions)."""
 
 
 def _short(text: str, limit: int = 90) -> str:
@@ -38,9 +41,15 @@ def _short(text: str, limit: int = 90) -> str:
 
 
 def trace_rows(
-    run: Run, sim: Simulation, problems: list[Problem], page: int, other: Simulation | None
+    run: Run,
+    sim: Simulation,
+    problems: list[Problem],
+    page: int,
+    other: Simulation | None,
+    prompts: dict[str, Run] | None = None,
 ) -> list[TraceRow]:
-    """One row per step of page `page` (0-based, PAGE rows each)."""
+    """One row per step of page `page` (0-based, PAGE rows each); `prompts` are the
+    run's subagents by their task, to link the calls that started them."""
     sk = sim.skeleton
     steps = range(page * PAGE, min((page + 1) * PAGE, len(sim.records)))
     responses = [sk.responses[k] for k in steps if sk.responses[k] is not None]
@@ -73,6 +82,7 @@ def trace_rows(
                 measured=r.measured,
                 rejected=r.rejected,
                 over_budget=r.over_budget,
+                subagents=tuple(spawned(calls, prompts)) if prompts else (),
             )
         )
     return rows

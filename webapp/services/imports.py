@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Sequence
+import zipfile
+from collections.abc import Sequence
 from typing import IO, Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
 from django.db import transaction
@@ -18,7 +20,8 @@ from contextsim import skeleton
 from contextsim.estimators import ESTIMATORS, Estimator, content_key, count_message
 from contextsim.formats import FormatError, ParsedFile, parse_stream
 from contextsim.formats.native import part_to_dict
-from webapp.models import Collection, ImportJob, Message, Run, RunSkeleton, Upload, Visibility
+from webapp.models import ImportJob, Message, Run, RunSkeleton, Upload, Visibility
+from webapp.services.sessions import join_sessions
 
 BATCH = 500
 logger = logging.getLogger(__name__)
@@ -55,8 +58,7 @@ def run_import(job_id: int) -> ImportJob:
     job.save(update_fields=["status"])
     upload = job.upload
     try:
-        with upload.file.open("rb") as stream:
-            parsed = parse_stream(upload.original_name, stream, upload.format_override or None)
+        parsed = _parse_upload(upload)
         if not parsed.runs:
             raise FormatError(upload.original_name, "", "the file holds no conversation")
         save_parsed(parsed, owner=upload.owner, upload=upload)
@@ -68,11 +70,65 @@ def run_import(job_id: int) -> ImportJob:
         job.status = ImportJob.Status.FAILED
         job.error = f"{upload.original_name}: internal error while importing (see the server log)"
     else:
-        job.status, job.format = ImportJob.Status.DONE, parsed.format
+        job.status, job.format = ImportJob.Status.DONE, parsed.format[:30]
         job.warnings = list(parsed.warnings)
     job.finished = timezone.now()
     job.save()
     return job
+
+
+def _parse_upload(upload: Upload) -> ParsedFile:
+    """The upload's runs: one file's, or every log file's of a zip (a Claude Code
+    project folder with its subagents, say)."""
+    fmt = upload.format_override or None
+    with upload.file.open("rb") as stream:
+        if zipfile.is_zipfile(stream):
+            stream.seek(0)
+            with zipfile.ZipFile(stream) as archive:
+                return _parse_zip(upload.original_name, archive, fmt)
+        stream.seek(0)
+        return parse_stream(upload.original_name, stream, fmt)
+
+
+ZIP_MEMBERS = 2_000
+"""Files a zip may hold, so that one upload cannot queue an unbounded import."""
+LOG_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
+
+
+def _parse_zip(name: str, archive: zipfile.ZipFile, fmt: str | None) -> ParsedFile:
+    """Every log file of the zip parsed (all or nothing: a bad one fails the upload,
+    named by its path in the zip); other files are left out with a warning."""
+    members = [i for i in archive.infolist() if not i.is_dir()]
+    logs = [i for i in members if _is_log(i.filename)]
+    if len(members) > ZIP_MEMBERS:
+        raise FormatError(
+            name, "", f"the zip holds {len(members):,} files; at most {ZIP_MEMBERS:,}"
+        )
+    unpacked = sum(i.file_size for i in logs)
+    if unpacked > settings.MAX_UPLOAD_BYTES:
+        limit = settings.MAX_UPLOAD_BYTES
+        raise FormatError(name, "", f"the zip unpacks to {unpacked:,} bytes; at most {limit:,}")
+    if not logs:
+        raise FormatError(name, "", f"the zip holds no log file ({', '.join(LOG_SUFFIXES)})")
+    runs: list[core.Run] = []
+    warnings: list[str] = []
+    formats: list[str] = []
+    for info in sorted(logs, key=lambda i: i.filename):
+        with archive.open(info) as member:
+            parsed = parse_stream(f"{name}/{info.filename}", member, fmt)
+        runs.extend(parsed.runs)
+        warnings.extend(parsed.warnings)
+        formats.append(parsed.format)
+    skipped = len(members) - len(logs)
+    if skipped:
+        warnings.append(f"{name}: {skipped} file(s) that are not logs left out")
+    return ParsedFile(", ".join(dict.fromkeys(formats)), tuple(runs), tuple(warnings))
+
+
+def _is_log(path: str) -> bool:
+    base = path.rsplit("/", 1)[-1]
+    hidden = base.startswith(".") or path.startswith("__MACOSX/")
+    return not hidden and base.lower().endswith(LOG_SUFFIXES)
 
 
 @transaction.atomic
@@ -85,8 +141,9 @@ def save_parsed(
     demo_key: str = "",
     estimators: Sequence[str] | None = None,
 ) -> list[Run]:
-    """Save every run of `parsed`, grouping a main session and its subagents into a
-    collection. All or nothing. `estimators` limits the counting (default: all)."""
+    """Save every run of `parsed`, a main session and its subagents in one collection
+    with the owner's runs of the same session stored before (services.sessions). All or
+    nothing. `estimators` limits the counting (default: all)."""
     saved = [
         save_run(
             run,
@@ -98,24 +155,10 @@ def save_parsed(
         )
         for run in parsed.runs
     ]
-    for group in _groups(saved):
-        if len(group) > 1:
-            main = next((r for r in group if not r.subagent), group[0])
-            collection = Collection.objects.create(
-                owner=owner, visibility=visibility, title=main.title
-            )
-            Run.objects.filter(pk__in=[r.pk for r in group]).update(collection=collection)
-            for r in group:
-                r.collection = collection
+    join_sessions(owner, saved)
+    for run in saved:
+        run.refresh_from_db(fields=["collection"])
     return saved
-
-
-def _groups(runs: Iterable[Run]) -> list[list[Run]]:
-    by_root: dict[str, list[Run]] = {}
-    for run in runs:
-        root = run.parent_session_id or run.session_id or run.public_id
-        by_root.setdefault(root, []).append(run)
-    return list(by_root.values())
 
 
 def save_run(

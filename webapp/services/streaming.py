@@ -16,8 +16,9 @@ from django.utils import timezone
 from contextsim import model as core
 from contextsim.estimators import ESTIMATORS, content_key
 from contextsim.formats import ParsedFile, parse_path
-from webapp.models import Collection, EstimatorReport, Message, Run, RunSkeleton, Visibility
+from webapp.models import EstimatorReport, Message, Run, RunSkeleton, Visibility
 from webapp.services.imports import message_row, save_run
+from webapp.services.sessions import join_sessions
 
 
 def create_live_run(owner: AbstractBaseUser, run: core.Run, stream_key: str = "") -> Run:
@@ -37,8 +38,9 @@ def create_live_runs(owner: AbstractBaseUser, runs: Sequence[core.Run]) -> list[
     """Save several runs that will grow (all or nothing), a subagent in one collection
     with its session's run."""
     saved = [create_live_run(owner, run) for run in runs]
+    join_sessions(owner, saved)
     for run in saved:
-        _join_parent(run)
+        run.refresh_from_db(fields=["collection"])
     return saved
 
 
@@ -112,7 +114,7 @@ def sync_file(
         stored = known.get(key) or Run.objects.filter(owner=owner, stream_key=key).first()
         if stored is None:
             stored = known[key] = create_live_run(owner, run, key)
-            _join_parent(stored)
+            join_sessions(owner, [stored])
             changed.append((stored, len(run.messages)))
             continue
         known[key] = stored
@@ -143,22 +145,6 @@ def _update_header(stored: Run, run: core.Run) -> None:
             RunSkeleton.objects.filter(run=stored).delete()
             rows.update(revision=F("revision") + 1)
     stored.refresh_from_db(fields=["title", "model", "compactions", "revision"])
-
-
-def _join_parent(run: Run) -> None:
-    """Put a subagent run in one collection with its parent session's run."""
-    if not run.parent_session_id:
-        return
-    parent = Run.objects.filter(owner=run.owner, session_id=run.parent_session_id).first()
-    if parent is None:
-        return
-    if parent.collection is None:
-        parent.collection = Collection.objects.create(
-            owner=run.owner, visibility=parent.visibility, title=parent.title
-        )
-        parent.save(update_fields=["collection"])
-    run.collection = parent.collection
-    run.save(update_fields=["collection"])
 
 
 def _first_difference(stored: Run, run: core.Run) -> int:

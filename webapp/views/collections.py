@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 from contextsim.policies import POLICIES
 from webapp import viewstate
 from webapp.charts.fleet import fleet_figure
-from webapp.selectors import estimators, runs
+from webapp.selectors import estimators, runs, sessions
 from webapp.selectors.fleet import analyse_fleet
 from webapp.views.dashboard import push_canonical
 
@@ -24,6 +24,7 @@ def collection(request: HttpRequest, public_id: str) -> HttpResponse:
     context: dict[str, object] = {
         "collection": found,
         "runs": members,
+        "tree": sessions.session_tree(request.user, members),
         "policies": POLICIES,
         "estimators": choices,
         "form": viewstate.form_values(request.GET, defaults),

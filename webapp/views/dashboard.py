@@ -18,7 +18,7 @@ from contextsim.simulate import REPLAY
 from webapp import share_grants, viewstate
 from webapp.charts.ledger import ledger_figure
 from webapp.models import Run
-from webapp.selectors import analysis, estimators, runs, trace
+from webapp.selectors import analysis, estimators, runs, sessions, trace
 
 PROBLEMS = 50
 """Problems listed at once; the filter by kind reaches the others."""
@@ -34,6 +34,7 @@ def _context(request: HttpRequest, public_id: str) -> tuple[dict[str, object], i
         "policies": POLICIES,
         "query": request.GET,
         "siblings": runs.siblings(request.user, run),
+        "started_by": sessions.started_by(request.user, run),
     }
     base["live"] = runs.is_live(run)
     defaults = viewstate.defaults_for(run.model, run.context_window)
@@ -87,7 +88,12 @@ def run_dashboard(request: HttpRequest, public_id: str) -> HttpResponse:
                     k for k in PROBLEM_KINDS if any(p.kind == k for p in result.problems)
                 ],
                 "rows": trace.trace_rows(
-                    context["run"], result.main, result.problems, page - 1, result.other
+                    context["run"],
+                    result.main,
+                    result.problems,
+                    page - 1,
+                    result.other,
+                    sessions.subagent_prompts(request.user, context["run"]),
                 ),
                 "page": page,
                 "pages": pages,
@@ -135,6 +141,9 @@ def step_inspector(request: HttpRequest, public_id: str, step: int) -> HttpRespo
         else:
             start = _int(request.GET.get("from"), 0)
             context.update(analysis.inspector_context(context["run"], result, step, start))
+            context["spawned"] = sessions.spawned_by_message(
+                request.user, context["run"], context["items"], context["response_index"]
+            )
     return render(request, "dashboard/step.html", context, status=status)
 
 
