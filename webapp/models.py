@@ -70,6 +70,13 @@ class ImportJob(models.Model):
     format = models.CharField(max_length=30, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     finished = models.DateTimeField(null=True, blank=True)
+    duplicate_of = models.ForeignKey(
+        "Upload", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    """An earlier upload of the same owner with the same bytes: nothing was imported
+    again (its runs are linked instead) unless the person asked for it."""
+    again = models.BooleanField(default=False)
+    """Import even though the same file was imported before (the person asked)."""
 
 
 class Run(models.Model):
@@ -116,12 +123,28 @@ class Run(models.Model):
     last_append = models.DateTimeField(null=True, blank=True)
     stream_key = models.CharField(max_length=600, blank=True, db_index=True)
     """For a run followed from a log file (tail_run): the file and the run's key in it."""
+    notes = models.TextField(blank=True)
+    tags = models.ManyToManyField("Tag", blank=True, related_name="runs")
 
     class Meta:
         ordering = ["-created", "-id"]
 
     def __str__(self) -> str:
         return self.title
+
+
+class Tag(models.Model):
+    """A label an owner gives runs, to find and group them (lower case, no spaces)."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    name = models.CharField(max_length=40)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="tag_per_owner")]
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class Message(models.Model):

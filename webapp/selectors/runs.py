@@ -17,6 +17,7 @@ from webapp.models import (
     ImportJob,
     Message,
     Run,
+    Tag,
     Visibility,
 )
 
@@ -30,16 +31,34 @@ def visible_runs(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Run]:
 
 
 def search_runs(
-    user: AbstractBaseUser | AnonymousUser, query: str = "", format: str = ""
+    user: AbstractBaseUser | AnonymousUser, query: str = "", format: str = "", tag: str = ""
 ) -> QuerySet[Run]:
+    """The runs this person may see whose title, model or session id (its own or its
+    parent's) holds `query`, of `format`, and tagged `tag` by them."""
     runs = visible_runs(user)
     if query:
         runs = runs.filter(
-            Q(title__icontains=query) | Q(model__icontains=query) | Q(session_id__icontains=query)
+            Q(title__icontains=query)
+            | Q(model__icontains=query)
+            | Q(session_id__icontains=query)
+            | Q(parent_session_id__icontains=query)
         )
     if format:
         runs = runs.filter(format=format)
-    return runs.select_related("collection")
+    if tag:
+        runs = (
+            runs.filter(tags__name=tag, tags__owner_id=user.pk)
+            if user.is_authenticated
+            else runs.none()
+        )
+    return runs.select_related("collection").prefetch_related("tags")
+
+
+def user_tags(user: AbstractBaseUser | AnonymousUser) -> list[str]:
+    """The tags this person has given runs, by name."""
+    if not user.is_authenticated:
+        return []
+    return list(Tag.objects.filter(owner_id=user.pk).values_list("name", flat=True))
 
 
 def run_formats(user: AbstractBaseUser | AnonymousUser) -> list[str]:

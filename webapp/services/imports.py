@@ -57,6 +57,13 @@ def run_import(job_id: int) -> ImportJob:
     job.status = ImportJob.Status.RUNNING
     job.save(update_fields=["status"])
     upload = job.upload
+    earlier = None if job.again else _imported_before(upload)
+    if earlier is not None:
+        # The same bytes again: link to what they gave, import nothing twice.
+        job.status, job.duplicate_of = ImportJob.Status.DONE, earlier
+        job.format, job.finished = earlier.job.format, timezone.now()
+        job.save()
+        return job
     try:
         parsed = _parse_upload(upload)
         if not parsed.runs:
@@ -74,6 +81,29 @@ def run_import(job_id: int) -> ImportJob:
         job.warnings = list(parsed.warnings)
     job.finished = timezone.now()
     job.save()
+    return job
+
+
+def _imported_before(upload: Upload) -> Upload | None:
+    """The owner's earlier upload of the same bytes whose runs are still there."""
+    return (
+        Upload.objects.filter(
+            owner=upload.owner, sha256=upload.sha256, job__status=ImportJob.Status.DONE
+        )
+        .exclude(pk=upload.pk)
+        .filter(runs__isnull=False)
+        .select_related("job")
+        .order_by("id")
+        .first()
+    )
+
+
+def import_again(job: ImportJob) -> ImportJob:
+    """Mark a job that found its file imported before to import it anyway (the person
+    asked); the caller runs or queues it."""
+    job.again, job.duplicate_of = True, None
+    job.status, job.finished = ImportJob.Status.QUEUED, None
+    job.save(update_fields=["again", "duplicate_of", "status", "finished"])
     return job
 
 
