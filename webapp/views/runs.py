@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from webapp import tasks
 from webapp.forms import UploadForm
 from webapp.models import ImportJob
-from webapp.selectors import runs
+from webapp.selectors import runs, search
 from webapp.services import imports, run_edits
 
 SYNC_IMPORT_BYTES = 2 * 1024 * 1024
@@ -34,6 +34,7 @@ def runs_list(request: HttpRequest) -> HttpResponse:
         "format": fmt,
         "tag": tag,
         "tags": runs.user_tags(request.user),
+        "hits": search.search_messages(request.user, query) if query else [],
         "formats": runs.run_formats(request.user),
         "live_since": timezone.now() - runs.LIVE_FOR,
     }

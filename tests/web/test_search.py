@@ -1,0 +1,90 @@
+"""Search across runs: by title, session id and model (the run list) and by message text
+and tool name through the database's full-text index (FTS5 on SQLite, tsvector on
+PostgreSQL: the suite runs on both), each hit opening its step; private runs of others
+never found."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from tests.web.test_import_service import import_bytes
+from webapp.models import Message, Run
+
+pytestmark = pytest.mark.django_db
+
+
+def _native(title: str, words: str, session: str = "") -> bytes:
+    messages = [
+        {"role": "user", "content": "please start"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_call", "id": "c1", "name": "grep_files", "arguments": {}}],
+        },
+        {"role": "tool", "content": [{"type": "tool_result", "call_id": "c1", "text": words}]},
+        {"role": "assistant", "content": "done"},
+    ]
+    run = {"title": title, "session_id": session, "messages": messages}
+    return json.dumps({"contextsim": 1, "runs": [run]}).encode()
+
+
+def _search(client: Client, query: str) -> str:
+    return client.get(reverse("runs"), {"q": query}).content.decode()
+
+
+def test_message_text_is_found_and_the_hit_opens_its_step(alice, alice_client):
+    import_bytes(alice, "a.json", _native("alpha", "the quarterly Xylophone report overflowed"))
+    import_bytes(alice, "b.json", _native("beta", "nothing of note"))
+    page = _search(alice_client, "xylophone report")
+    hits = page.split('id="message-hits"')[1].split("</section>")[0]
+    run = Run.objects.get(title="alpha")
+    assert reverse("step", args=[run.public_id, 1]) + "#text-2" in hits
+    assert "alpha · step 1, message #2" in hits and "beta" not in hits
+    assert "Xylophone report overflowed" in hits
+    assert 'id="message-hits"' not in _search(alice_client, "xylophone missing")
+
+
+def test_tool_names_and_session_ids_are_found(alice, alice_client):
+    import_bytes(alice, "a.json", _native("alpha", "text", session="sess-4242"))
+    assert "alpha" in _search(alice_client, "grep_files").split('id="message-hits"')[1]
+    table = _search(alice_client, "sess-4242").split('id="run-table"')[1]
+    assert "alpha" in table
+
+
+def test_another_persons_private_messages_are_never_found(alice, bob):
+    import_bytes(alice, "a.json", _native("alpha", "secret zebra plans"))
+    client = Client()
+    client.force_login(bob)
+    assert 'id="message-hits"' not in _search(client, "zebra")
+    assert 'id="message-hits"' not in _search(Client(), "zebra")
+    assert 'id="message-hits"' in _search(alice_client_of(alice), "zebra")
+
+
+def test_the_index_follows_appends_and_deletions(alice, alice_client):
+    from webapp.services.run_edits import delete_run
+
+    import_bytes(alice, "a.json", _native("alpha", "first words"))
+    run = Run.objects.get(title="alpha")
+    message = Message.objects.get(run=run, index=2)
+    message.parts = [{"type": "tool_result", "call_id": "c1", "text": "replaced giraffe"}]
+    message.save()
+    assert "giraffe" in _search(alice_client, "giraffe")
+    assert 'id="message-hits"' not in _search(alice_client, "first words")
+    delete_run(run)
+    assert 'id="message-hits"' not in _search(alice_client, "giraffe")
+
+
+def test_search_words_cannot_inject_query_syntax(alice, alice_client):
+    import_bytes(alice, "a.json", _native("alpha", "plain words"))
+    for query in ('plain" OR "x', "plain AND NOT", "'; DROP TABLE webapp_run; --", "*", "NEAR("):
+        assert alice_client.get(reverse("runs"), {"q": query}).status_code == 200
+    assert Run.objects.filter(title="alpha").exists()
+
+
+def alice_client_of(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
