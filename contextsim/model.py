@@ -112,7 +112,9 @@ class Message:
     `usage` is set on an assistant message when the log measured the request that
     produced it. `compact_summary` marks a summary written by a compaction.
     `source` says where in the input the message began (e.g. ``line 12``), for errors
-    and for the inspector.
+    and for the inspector. `time` is when the log says the message was written, in
+    seconds since the Unix epoch (UTC), None when it says nothing; for an assistant
+    message, when its response began to arrive.
     """
 
     role: Role
@@ -120,6 +122,7 @@ class Message:
     usage: Usage | None = None
     compact_summary: bool = False
     source: str = ""
+    time: float | None = None
 
     @property
     def kind(self) -> Kind:

@@ -22,7 +22,7 @@ from webapp.models import EstimatorReport, Message, Run, RunSkeleton
 def stored_run(run: Run) -> core.Run:
     """The core run of a stored run (text included)."""
     messages = []
-    for index, role, parts, summary, u_in, u_read, u_write, u_out in (
+    for index, role, parts, summary, u_in, u_read, u_write, u_out, when in (
         Message.objects.filter(run=run)
         .order_by("index")
         .values_list(
@@ -34,6 +34,7 @@ def stored_run(run: Run) -> core.Run:
             "usage_cache_read",
             "usage_cache_write",
             "usage_output",
+            "timestamp",
         )
     ):
         usage = (
@@ -46,7 +47,13 @@ def stored_run(run: Run) -> core.Run:
                 "output_tokens": u_out or 0,
             }
         )
-        data = {"role": role, "content": parts, "usage": usage, "compact_summary": summary}
+        data = {
+            "role": role,
+            "content": parts,
+            "usage": usage,
+            "compact_summary": summary,
+            "timestamp": when.timestamp() if when is not None else None,
+        }
         messages.append(parse_message(run.title, f"message {index}", data))
     compactions = tuple(
         core.Compaction(c["before_message"], c.get("pre_tokens"), c.get("trigger", ""))

@@ -161,6 +161,8 @@ class Message(models.Model):
     tool_names = models.CharField(max_length=500, blank=True)
     content_hash = models.CharField(max_length=40)
     counts = models.JSONField(default=dict)
+    timestamp = models.DateTimeField(null=True, blank=True)
+    """When the log says the message was written (contextsim.model.Message.time)."""
     usage_input = models.PositiveBigIntegerField(null=True, blank=True)
     usage_cache_read = models.PositiveBigIntegerField(null=True, blank=True)
     usage_cache_write = models.PositiveBigIntegerField(null=True, blank=True)

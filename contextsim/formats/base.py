@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import IO, Any, Protocol
 
 from contextsim.model import Message, Run
@@ -230,3 +232,38 @@ def without_unsent_tail(messages: list[Message]) -> list[Message]:
     (the last action's output) was never sent, so no request is pending."""
     last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
     return messages[: last + 1] if last >= 0 else messages
+
+
+SECONDS_BELOW = 1e11
+"""Seconds since the epoch stay below this until the year 5138: a larger number is in
+milliseconds, microseconds or nanoseconds."""
+
+
+def parse_time(value: Any) -> float | None:
+    """A log's timestamp as seconds since the Unix epoch (UTC): an ISO 8601 string (a
+    trailing Z, or no zone, is UTC) or a number of seconds, milliseconds, microseconds
+    or nanoseconds. None for anything else, so a bad timestamp never fails an import."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        number = float(value)
+        for _ in range(3):
+            if abs(number) >= SECONDS_BELOW:
+                number /= 1000
+        return number if math.isfinite(number) and 0 < number < 1e10 else None
+    if not isinstance(value, str) or not 10 <= len(value) <= 40:
+        return None
+    text = value.strip().replace("Z", "+00:00").replace("z", "+00:00")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def iso_time(seconds: float) -> str:
+    """Seconds since the epoch as ISO 8601 UTC text, to the millisecond."""
+    moment = datetime.fromtimestamp(seconds, tz=UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

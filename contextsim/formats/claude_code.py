@@ -41,6 +41,7 @@ from contextsim.formats.base import (
     Source,
     arguments_text,
     expect,
+    parse_time,
     text_of,
 )
 from contextsim.model import (
@@ -126,6 +127,7 @@ class _Draft:
     usage: Usage | None = None
     compact_summary: bool = False
     meta: bool = False
+    time: float | None = None
 
     @property
     def only_tool_results(self) -> bool:
@@ -133,7 +135,9 @@ class _Draft:
         return self.role == "user" and bool(parts) and all(type(p) is ToolResultPart for p in parts)
 
     def freeze(self) -> Message:
-        return Message(self.role, tuple(self.parts), self.usage, self.compact_summary, self.source)
+        return Message(
+            self.role, tuple(self.parts), self.usage, self.compact_summary, self.source, self.time
+        )
 
 
 @dataclass(slots=True)
@@ -220,13 +224,15 @@ class _Builder:
         run.responses[response] = len(run.messages)
         if isinstance(model, str) and model and model != SYNTHETIC:
             run.models[model] += 1
-        run.append(_Draft("assistant", parts, f"line {record.line}", usage))
+        time = parse_time(record.data.get("timestamp"))
+        run.append(_Draft("assistant", parts, f"line {record.line}", usage, time=time))
 
     def _add_user(self, run: _RunDraft, record: Record) -> None:
         data = record.data
         parts = self._parts(record, self._message(record).get("content"))
         summary, meta = data.get("isCompactSummary") is True, data.get("isMeta") is True
-        draft = _Draft("user", parts, f"line {record.line}", None, summary, meta)
+        time = parse_time(data.get("timestamp"))
+        draft = _Draft("user", parts, f"line {record.line}", None, summary, meta, time)
         last = run.messages[-1] if run.messages and not run.sealed else None
         if last is not None and last.only_tool_results and draft.only_tool_results:
             last.parts.extend(parts)  # results of parallel calls: one message on the wire

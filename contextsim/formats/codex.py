@@ -46,6 +46,7 @@ from contextsim.formats.base import (
     Source,
     arguments_text,
     expect,
+    parse_time,
     text_of,
 )
 from contextsim.model import (
@@ -135,9 +136,12 @@ class _Builder:
         self.window: int | None = None  # model_context_window, as the rollout states it
         self.instructions = ""  # session_meta.base_instructions: sent with every request
         self.instructions_source = ""
+        self.now: float | None = None  # the timestamp of the record being read
+        self.call_time: float | None = None
 
     def feed(self, record: Record) -> None:
         data, where = record.data, f"line {record.line}"
+        self.now = parse_time(data.get("timestamp"))
         kind = data.get("type")
         if kind in RECORDS:
             payload = expect(self.path, where, data.get("payload"), dict, "'payload' object")
@@ -178,7 +182,8 @@ class _Builder:
             return
         parts = _parts(self.path, where, item)
         if kind in ("reasoning", *CALL_ITEMS) or role == "assistant":
-            self.call_source = self.call_source if self.call else where
+            if not self.call:
+                self.call_source, self.call_time = where, self.now
             self.call.extend(parts)
             return
         self._end_call(None)
@@ -186,14 +191,18 @@ class _Builder:
         if new == "user" and self.early_user_events:
             self.early_user_events -= 1
             self.typed.add(len(self.messages))
-        self.messages.append(Message(new, parts, source=where))
+        self.messages.append(Message(new, parts, source=where, time=self.now))
 
     def _end_call(self, usage: Usage | None) -> bool:
         """Close the model call being read, if any; True when there was one."""
         if not self.call:
             return False
         self.last_call = len(self.messages)
-        self.messages.append(Message("assistant", tuple(self.call), usage, source=self.call_source))
+        self.messages.append(
+            Message(
+                "assistant", tuple(self.call), usage, source=self.call_source, time=self.call_time
+            )
+        )
         self.call = []
         return True
 
@@ -249,7 +258,9 @@ class _Builder:
         else:  # older local compaction: the summary text alone
             parts = (TextPart(_string(self.path, where, payload, "message")),)
         self._add_compaction()
-        self.messages.append(Message("user", parts, compact_summary=True, source=where))
+        self.messages.append(
+            Message("user", parts, compact_summary=True, source=where, time=self.now)
+        )
         self.announced = True
 
     def _add_compaction(self) -> None:

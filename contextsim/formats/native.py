@@ -19,6 +19,8 @@ from contextsim.formats.base import (
     Source,
     arguments_text,
     expect,
+    iso_time,
+    parse_time,
 )
 from contextsim.model import (
     ROLES,
@@ -184,7 +186,21 @@ def parse_message(path: str, where: str, data: Any) -> Message:
         usage=_usage(path, f"{where}.usage", usage) if usage is not None else None,
         compact_summary=bool(data.get("compact_summary", False)),
         source=where.removesuffix(", $"),
+        time=_time(path, f"{where}.timestamp", data.get("timestamp")),
     )
+
+
+def _time(path: str, where: str, value: Any) -> float | None:
+    """A message's timestamp: ISO 8601 text or seconds (or ms, us, ns) since the epoch;
+    a value given that is neither is an error, naming it."""
+    if value is None:
+        return None
+    found = parse_time(value)
+    if found is None:
+        raise FormatError(
+            path, where, f"expected an ISO 8601 time or seconds since the epoch, got {value!r}"
+        )
+    return found
 
 
 MAX_USAGE = 10**12
@@ -270,6 +286,8 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         }
     if message.compact_summary:
         out["compact_summary"] = True
+    if message.time is not None:
+        out["timestamp"] = iso_time(message.time)
     return out
 
 

@@ -46,6 +46,7 @@ from contextsim.formats.base import (
     Source,
     arguments_text,
     expect,
+    parse_time,
     text_of,
     without_unsent_tail,
 )
@@ -139,7 +140,7 @@ class _Builder:
         if message is None:
             self.skipped[f"{kind} {name}"] += 1
         elif message is not ALREADY_SEEN:
-            self.messages.append(message)
+            self.messages.append(replace(message, time=parse_time(event.get("timestamp"))))
 
     def _message(
         self, where: str, event: dict[str, Any], kind: str, meta: dict[str, Any] | None

@@ -118,3 +118,25 @@ def test_another_owners_identical_file_is_no_duplicate(alice, bob):
     import_bytes(alice, "a.json", data)
     assert import_bytes(bob, "a.json", data).duplicate_of is None
     assert Run.objects.count() == 2
+
+
+def test_the_trace_and_the_inspector_show_when_each_call_was_made(alice, alice_client):
+    messages = [
+        {"role": "user", "content": "go", "timestamp": "2026-03-01T10:00:00Z"},
+        {"role": "assistant", "content": "thinking it over", "timestamp": "2026-03-01T10:00:02.5Z"},
+        {"role": "user", "content": "and?", "timestamp": "2026-03-01T10:01:00Z"},
+        {"role": "assistant", "content": "done", "timestamp": "2026-03-01T10:01:07Z"},
+    ]
+    data = {"contextsim": 1, "runs": [{"title": "timed", "messages": messages}]}
+    import_bytes(alice, "t.json", json.dumps(data).encode())
+    run = Run.objects.get(title="timed")
+    page = alice_client.get(reverse("run", args=[run.public_id])).content.decode()
+    assert "<th>Time (UTC)</th>" in page
+    assert "2026-03-01 10:00:02" in page and "2.5 s" in page and "7.0 s" in page
+    step = alice_client.get(reverse("step", args=[run.public_id, 1])).content.decode()
+    assert "Sent at" in step and "2026-03-01 10:01:00 UTC" in step
+    assert "the response began 7.0 s later" in step
+    import_bytes(alice, "u.json", native_run(rounds=2))
+    untimed = Run.objects.get(title="dash")
+    plain = alice_client.get(reverse("run", args=[untimed.public_id])).content.decode()
+    assert "<th>Time (UTC)</th>" not in plain

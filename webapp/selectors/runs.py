@@ -172,3 +172,8 @@ def lenders(user: AbstractBaseUser | AnonymousUser, run: Run) -> list[Run]:
         return []
     found = visible_runs(user).filter(model=run.model, requests_with_usage__gte=1)
     return list(found.exclude(pk=run.pk).order_by("-created")[:30])
+
+
+def has_times(run: Run) -> bool:
+    """Whether the run's log gave its messages times."""
+    return Message.objects.filter(run=run, timestamp__isnull=False).exists()

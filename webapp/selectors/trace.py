@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from contextsim.policies import POLICIES
@@ -33,6 +34,10 @@ class TraceRow:
     over_budget: bool
     subagents: tuple[Run, ...] = ()
     """The subagents this step's calls started (selectors.sessions)."""
+    time: datetime | None = None
+    """When the response began to arrive, as logged."""
+    took: float | None = None
+    """Seconds from the request's last message to its response, as logged."""
 
 
 def _short(text: str, limit: int = 90) -> str:
@@ -54,6 +59,7 @@ def trace_rows(
     steps = range(page * PAGE, min((page + 1) * PAGE, len(sim.records)))
     responses = [sk.responses[k] for k in steps if sk.responses[k] is not None]
     parts = dict(Message.objects.filter(run=run, index__in=responses).values_list("index", "parts"))
+    times = message_times(run, [*responses, *(r - 1 for r in responses if r)])
     by_step: dict[int, list[str]] = {}
     for p in problems:
         by_step.setdefault(p.step, []).append(p.kind)
@@ -83,9 +89,27 @@ def trace_rows(
                 rejected=r.rejected,
                 over_budget=r.over_budget,
                 subagents=tuple(spawned(calls, prompts)) if prompts else (),
+                **request_time(times, sk.responses[k]),
             )
         )
     return rows
+
+
+def message_times(run: Run, indexes: list[int]) -> dict[int, datetime]:
+    """The logged time of each of these messages that has one."""
+    rows = Message.objects.filter(run=run, index__in=indexes, timestamp__isnull=False)
+    return dict(rows.values_list("index", "timestamp"))
+
+
+def request_time(times: dict[int, datetime], response: int | None) -> dict[str, Any]:
+    """When request's response (a message index) began, and how long after the
+    request's last message; {} when the log does not say."""
+    if response is None or response not in times:
+        return {}
+    began = times[response]
+    before = times.get(response - 1)
+    took = (began - before).total_seconds() if before is not None else None
+    return {"time": began, "took": took if took is not None and took >= 0 else None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,3 +257,15 @@ def records_json(sim: Simulation, problems: list[Problem]) -> str:
             ],
         }
     )
+
+
+def step_timing(run: Run, sim: Simulation, step: int) -> dict[str, Any]:
+    """When the step's request was made (its last message's logged time) and when its
+    response began, and the seconds between; {} when the log has no times."""
+    sk = sim.skeleton
+    response = sk.responses[step]
+    last = sim.records[step].end - 1
+    times = message_times(run, [i for i in (last, response) if i is not None and i >= 0])
+    out: dict[str, Any] = {"sent": times.get(last)}
+    out.update(request_time(times, response))
+    return out if any(v is not None for v in out.values()) else {}

@@ -7,6 +7,7 @@ import hashlib
 import logging
 import zipfile
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import IO, Any
 
 from django.conf import settings
@@ -267,6 +268,9 @@ def message_row(
         usage_cache_write=usage.cache_write if usage else None,
         usage_output=usage.output_tokens if usage else None,
         source=message.source[:200],
+        timestamp=(
+            datetime.fromtimestamp(message.time, tz=UTC) if message.time is not None else None
+        ),
     )
 
 

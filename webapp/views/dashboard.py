@@ -97,6 +97,7 @@ def run_dashboard(request: HttpRequest, public_id: str) -> HttpResponse:
                 ),
                 "page": page,
                 "pages": pages,
+                "timed": runs.has_times(context["run"]),
                 "params": viewstate.param_controls(state),
                 "permalink": state.query(),
                 "baseline_query": replace(
@@ -141,6 +142,7 @@ def step_inspector(request: HttpRequest, public_id: str, step: int) -> HttpRespo
         else:
             start = _int(request.GET.get("from"), 0)
             context.update(analysis.inspector_context(context["run"], result, step, start))
+            context["timing"] = trace.step_timing(context["run"], result.main, step)
             context["spawned"] = sessions.spawned_by_message(
                 request.user, context["run"], context["items"], context["response_index"]
             )
