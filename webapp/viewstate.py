@@ -59,6 +59,8 @@ class ViewState:
     without usage of its own), "" for none."""
     defaults: tuple[tuple[str, Any], ...] = tuple(DEFAULTS.items())
     """The defaults this state was read against: left out of its query string."""
+    x_axis: str = "step"
+    """The chart's x axis: "step" (request number) or "time" (as the log gives it)."""
 
     def query(self, **override: Any) -> str:
         """The query string of this state, defaults left out (short permalinks)."""
@@ -72,6 +74,7 @@ class ViewState:
             "overhead": self.overhead,
             "scale": self.scale,
             "borrow": self.borrow,
+            "x": "" if self.x_axis == "step" else self.x_axis,
             **{k: _text(v) for k, v in changed_params(self.params).items()},
             **override,
         }
@@ -155,7 +158,15 @@ def read_state(
         scale=_scale(query),
         borrow=query.get("borrow", "").strip()[:16],
         defaults=tuple(defaults.items()),
+        x_axis=_x_axis(query),
     )
+
+
+def _x_axis(query: QueryDict) -> str:
+    raw = query.get("x", "") or "step"
+    if raw not in ("step", "time"):
+        raise BadQuery(f"x: expected step or time, got {raw!r}")
+    return raw
 
 
 def _reconcile(query: QueryDict) -> bool:
@@ -196,8 +207,8 @@ def form_values(query: QueryDict, defaults: dict[str, Any] | None = None) -> dic
     they asked for) over the defaults."""
     defaults = defaults or DEFAULTS
     values = {k: str(v) for k, v in defaults.items()}
-    values.update(compare="", reconcile="", overhead="", scale="", borrow="")
-    extra = ("compare", "reconcile", "overhead", "scale", "borrow")
+    values.update(compare="", reconcile="", overhead="", scale="", borrow="", x="")
+    extra = ("compare", "reconcile", "overhead", "scale", "borrow", "x")
     values.update({k: query[k] for k in (*DEFAULTS, *extra) if k in query})
     try:
         values["slider_max"] = str(max(int(values["hard_limit"]), int(values["budget"])))

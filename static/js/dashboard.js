@@ -18,7 +18,8 @@
     if (box.removeAllListeners) { box.removeAllListeners("plotly_click"); }
     box.on("plotly_click", function (event) {
       if (!event.points || !event.points.length) { return; }
-      var step = event.points[0].x;
+      var point = event.points[0];
+      var step = point.customdata !== undefined ? point.customdata : point.x;
       var base = box.dataset.stepUrl.replace(/0\/$/, step + "/");
       window.location.href = base + (box.dataset.query ? "?" + box.dataset.query : "");
     });

@@ -147,3 +147,36 @@ def test_a_rejected_parameter_says_why_in_place_and_keeps_the_controls(page, run
     page.locator("#policy-params input[name=keep_fraction]").dispatch_event("change")
     page.locator("#chart[data-drawn='1']").wait_for()
     assert page.locator("#analysis [role=alert]").count() == 0
+
+
+def test_a_timed_run_draws_against_time_and_switches_in_place(page):
+    import json as _json
+
+    from django.contrib.auth.models import User
+
+    from tests.web.test_import_service import import_bytes
+    from webapp.models import Run
+
+    messages = []
+    for i in range(6):
+        messages.append(
+            {"role": "user", "content": f"q{i} " * 50, "timestamp": f"2026-03-01T10:0{i}:00Z"}
+        )
+        messages.append(
+            {"role": "assistant", "content": "a", "timestamp": f"2026-03-01T10:0{i}:09Z"}
+        )
+    owner, _ = User.objects.get_or_create(username="local")
+    data = {"contextsim": 1, "runs": [{"title": "timed", "messages": messages}]}
+    import_bytes(owner, "t.json", _json.dumps(data).encode())
+    run = Run.objects.get(title="timed")
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    open_dashboard(page, run)
+    assert page.locator("#chart .xtitle").text_content() == "request (step)"
+    page.evaluate("document.getElementById('chart').dataset.drawn = ''")
+    page.select_option("select[name=x]", "time")
+    page.wait_for_url(re.compile(r"x=time"))
+    page.locator("#chart[data-drawn='1']").wait_for()
+    assert page.locator("#chart .xtitle").text_content() == "time (UTC)"
+    assert page.locator("#chart .legend").count() == 1
+    assert errors == []

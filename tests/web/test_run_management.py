@@ -140,3 +140,26 @@ def test_the_trace_and_the_inspector_show_when_each_call_was_made(alice, alice_c
     untimed = Run.objects.get(title="dash")
     plain = alice_client.get(reverse("run", args=[untimed.public_id])).content.decode()
     assert "<th>Time (UTC)</th>" not in plain
+
+
+def test_the_chart_can_be_drawn_against_time(alice, alice_client):
+    messages = [
+        {"role": "user", "content": "go", "timestamp": "2026-03-01T10:00:00Z"},
+        {"role": "assistant", "content": "a", "timestamp": "2026-03-01T10:00:02Z"},
+        {"role": "user", "content": "and?"},
+        {"role": "assistant", "content": "b", "timestamp": "2026-03-01T10:05:00Z"},
+    ]
+    data = {"contextsim": 1, "runs": [{"title": "timed", "messages": messages}]}
+    import_bytes(alice, "t.json", json.dumps(data).encode())
+    run = Run.objects.get(title="timed")
+    url = reverse("run", args=[run.public_id])
+    page = alice_client.get(url, {"x": "time", "estimator": "chars4"}).content.decode()
+    assert 'name="x"' in page and '<option value="time" selected>' in page
+    figure = json.loads(
+        page.split('id="figure-data" type="application/json">')[1].split("</script>")[0]
+    )
+    assert figure["layout"]["xaxis"]["type"] == "date"
+    sent = next(t for t in figure["data"] if t.get("x") and t.get("customdata"))
+    assert sent["x"] == ["2026-03-01T10:00:02Z", "2026-03-01T10:05:00Z"]
+    assert sent["customdata"] == [0, 1]
+    assert alice_client.get(url, {"x": "calendar"}).status_code == 400

@@ -24,6 +24,7 @@ from contextsim.simulate import (
 )
 from contextsim.skeleton import Skeleton
 from webapp.charts.composition import composition_figure
+from webapp.charts.timeline import by_time
 from webapp.derived import skeleton_of
 from webapp.models import Message, Run
 from webapp.selectors import trace
@@ -127,8 +128,19 @@ def _borrowed(
     return scored_on(sk, chosen, counter.count, prices)
 
 
-def figure(result: Analysis) -> dict[str, Any]:
-    return composition_figure(result.main, result.problems, result.other)
+def figure(result: Analysis, run: Run | None = None) -> dict[str, Any]:
+    """The composition chart; against time when the state asks for it (each step at the
+    time its response began, as logged)."""
+    drawn = composition_figure(result.main, result.problems, result.other)
+    if result.state.x_axis != "time" or run is None:
+        return drawn
+    responses = result.main.skeleton.responses
+    times = trace.message_times(run, [r for r in responses if r is not None])
+    stamps = [
+        times[r].isoformat().replace("+00:00", "Z") if r is not None and r in times else None
+        for r in responses
+    ]
+    return by_time(drawn, stamps)
 
 
 def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict[str, Any]:

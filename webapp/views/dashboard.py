@@ -35,6 +35,7 @@ def _context(request: HttpRequest, public_id: str) -> tuple[dict[str, object], i
         "query": request.GET,
         "siblings": runs.siblings(request.user, run),
         "started_by": sessions.started_by(request.user, run),
+        "timed": runs.has_times(run),
     }
     base["live"] = runs.is_live(run)
     defaults = viewstate.defaults_for(run.model, run.context_window)
@@ -81,7 +82,7 @@ def run_dashboard(request: HttpRequest, public_id: str) -> HttpResponse:
                 "baseline_summary": simulation_summary(result.baseline, [], False)
                 if result.baseline
                 else None,
-                "figure": analysis.figure(result),
+                "figure": analysis.figure(result, context["run"]),
                 "problems": [p for p in result.problems if not kind or p.kind == kind][:PROBLEMS],
                 "problem_kind": kind,
                 "problem_kinds": [
@@ -97,7 +98,6 @@ def run_dashboard(request: HttpRequest, public_id: str) -> HttpResponse:
                 ),
                 "page": page,
                 "pages": pages,
-                "timed": runs.has_times(context["run"]),
                 "params": viewstate.param_controls(state),
                 "permalink": state.query(),
                 "baseline_query": replace(
