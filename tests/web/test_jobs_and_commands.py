@@ -59,6 +59,13 @@ def test_import_run_command_imports_files_and_reports_runs(tmp_path: Path, capsy
     run = Run.objects.get(session_id="s1")
     assert f"native: main (2 requests) /runs/{run.public_id}/" in out
     assert run.owner is not None and run.owner.username == "carol"
+    # The same file again links to what it gave; --again imports it anyway.
+    call_command("import_run", str(path), "--owner", "carol")
+    captured = capsys.readouterr()
+    assert "already imported (the same bytes)" in captured.err
+    assert f"/runs/{run.public_id}/" in captured.out and Run.objects.count() == 2
+    call_command("import_run", str(path), "--owner", "carol", "--again")
+    assert Run.objects.count() == 4
 
 
 def test_import_run_command_fails_clearly_and_saves_nothing(tmp_path: Path, capsys):

@@ -24,6 +24,11 @@ class Command(BaseCommand):
             "--owner", default="", help="username owning the runs (default: the local user)"
         )
         parser.add_argument("--public", action="store_true", help="make the runs public")
+        parser.add_argument(
+            "--again",
+            action="store_true",
+            help="import a file even if the same bytes were imported before",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         username = options["owner"] or settings.LOCAL_USER or "local"
@@ -37,6 +42,8 @@ class Command(BaseCommand):
                 continue
             with path.open("rb") as stream:
                 job = imports.store_upload(owner, path.name, stream, options["format"] or "")
+            if options["again"]:
+                job = imports.import_again(job)
             job = imports.run_import(job.pk)
             if job.status != ImportJob.Status.DONE:
                 self.stderr.write(f"error: {job.error}")
@@ -44,7 +51,12 @@ class Command(BaseCommand):
                 continue
             for warning in job.warnings:
                 self.stderr.write(f"warning: {warning}")
-            runs = job.upload.runs.all()
+            if job.duplicate_of is not None:
+                self.stderr.write(
+                    f"{name}: already imported (the same bytes); not imported again "
+                    "(--again imports it anyway)"
+                )
+            runs = (job.duplicate_of or job.upload).runs.all()
             if options["public"]:
                 runs.update(visibility=Visibility.PUBLIC)
             for run in runs:
