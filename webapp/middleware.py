@@ -1,6 +1,12 @@
-"""Single-user local mode: with CONTEXTSIM_LOCAL_USER set (as `manage.py serve` does),
-every visitor is signed in as that user, so a newcomer can upload at once. A shared
-deployment leaves it unset and signs people in with passwords."""
+"""Single-user local mode: every visitor is signed in as one user, so a newcomer can
+upload at once. A shared deployment leaves it off and signs people in with passwords.
+
+It is on in two cases only. Configured explicitly (CONTEXTSIM_LOCAL_USER): the operator
+chose it, for every request. Or implied by `manage.py serve` on a loopback address
+(settings.LOCAL_USER set, LOCAL_USER_EXPLICIT false): then only for a request that is
+plainly local, its Host a loopback name, from a loopback address and with no proxy's
+forwarding header. A reverse proxy on the same machine forwarding a public host name
+(or saying it forwarded) is not local: its visitors get the sign-in page."""
 
 from __future__ import annotations
 
@@ -10,12 +16,34 @@ from django.conf import settings
 from django.contrib.auth import get_user_model, login
 from django.http import HttpRequest, HttpResponse
 
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+LOOPBACK_ADDRESSES = frozenset({"127.0.0.1", "::1"})
+PROXY_HEADERS = ("HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_HOST", "HTTP_FORWARDED", "HTTP_VIA")
+
+
+def host_name(host: str) -> str:
+    """The name of a Host header without its port ("[::1]:8000" -> "::1")."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def is_plainly_local(request: HttpRequest) -> bool:
+    meta = request.META
+    return (
+        host_name(str(meta.get("HTTP_HOST", ""))) in LOOPBACK_NAMES
+        and meta.get("REMOTE_ADDR", "") in LOOPBACK_ADDRESSES
+        and not any(meta.get(h) for h in PROXY_HEADERS)
+    )
+
 
 def local_user_middleware(
     get_response: Callable[[HttpRequest], HttpResponse],
 ) -> Callable[[HttpRequest], HttpResponse]:
     def middleware(request: HttpRequest) -> HttpResponse:
-        if settings.LOCAL_USER and not request.user.is_authenticated:
+        wanted = settings.LOCAL_USER and (settings.LOCAL_USER_EXPLICIT or is_plainly_local(request))
+        if wanted and not request.user.is_authenticated:
             user, _ = get_user_model().objects.get_or_create(username=settings.LOCAL_USER)
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return get_response(request)

@@ -156,6 +156,9 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
 LOCAL_USER = os.environ.get("CONTEXTSIM_LOCAL_USER", "")
+LOCAL_USER_EXPLICIT = bool(LOCAL_USER)
+"""Configured by the operator: every request is the local user (webapp.middleware).
+Implied by `serve` on loopback: only plainly local requests are."""
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}

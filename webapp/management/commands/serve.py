@@ -18,6 +18,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from webapp.middleware import LOOPBACK_NAMES, host_name
 from webapp.services.demo import load_demo
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -40,10 +41,13 @@ class Command(BaseCommand):
             self.stdout.write("Loading the demo runs (first start only)...")
             created = load_demo()
             self.stdout.write(f"  {created} demo runs created" if created else "  present")
-        if not settings.LOCAL_USER and options["host"] in LOOPBACK:
-            # One person on their own machine: sign every visitor in as the local user.
-            # Served on a network address, people sign in instead.
+        public = public_hosts(settings.ALLOWED_HOSTS)
+        if not settings.LOCAL_USER and options["host"] in LOOPBACK and not public:
+            # One person on their own machine: sign plainly local visitors in as the
+            # local user (webapp.middleware). Served on a network address, or with a
+            # public host allowed, people sign in instead.
             settings.LOCAL_USER = "local"
+        self.stdout.write(_mode_line(public))
         worker = None if options["no_worker"] else self._start_worker()
         url = f"http://{options['host']}:{options['port']}/"
         # Everything loaded so far lives as long as the server: keep it out of the
@@ -92,6 +96,23 @@ class Command(BaseCommand):
         return subprocess.Popen(
             command, env={**os.environ, "CONTEXTSIM_LOCAL_USER": settings.LOCAL_USER}
         )
+
+
+def public_hosts(allowed: list[str]) -> list[str]:
+    """The allowed hosts that are not this machine's loopback names."""
+    return [h for h in allowed if host_name(h.lstrip(".")) not in LOOPBACK_NAMES]
+
+
+def _mode_line(public: list[str]) -> str:
+    """Which sign-in mode the server is in, said at start."""
+    if settings.LOCAL_USER_EXPLICIT:
+        return (
+            f"Single-user mode (CONTEXTSIM_LOCAL_USER): every visitor is {settings.LOCAL_USER!r}."
+        )
+    if settings.LOCAL_USER:
+        return "Single-user mode: requests from this machine are the local user; none else."
+    why = f"ALLOWED_HOSTS names {', '.join(public)}" if public else "not bound to loopback"
+    return f"Sign-in mode ({why}): people sign in with their accounts."
 
 
 def _exit(signum: int, frame: object) -> None:
