@@ -49,3 +49,25 @@ def local_user_middleware(
         return get_response(request)
 
     return middleware
+
+
+def no_store_middleware(
+    get_response: Callable[[HttpRequest], HttpResponse],
+) -> Callable[[HttpRequest], HttpResponse]:
+    """Private answers are never kept by a browser or a proxy cache: every page of a
+    signed-in person, every API answer and every page opened through a share link
+    (the tokens page shows a new key once; a run's page shows private content)."""
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        response = get_response(request)
+        user = getattr(request, "user", None)
+        private = (
+            (user is not None and user.is_authenticated)
+            or request.path.startswith(("/api/", "/s/"))
+            or bool(request.session.get("share_tokens"))
+        )
+        if private and not request.path.startswith("/" + settings.STATIC_URL.lstrip("/")):
+            response["Cache-Control"] = "no-store"
+        return response
+
+    return middleware

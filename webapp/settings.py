@@ -9,7 +9,12 @@ DEBUG              1 / 0 (default 0)
 ALLOWED_HOSTS      comma separated (default: localhost, 127.0.0.1)
 CONTEXTSIM_DATA_DIR  where SQLite, uploads and the file broker live (default: ./var)
 CONTEXTSIM_LOCAL_USER  when set, every visitor is signed in as this user (single-user
-                   local mode, set by `manage.py serve`); unset for a shared deployment
+                   local mode); unset for a shared deployment (`serve` on loopback
+                   implies it for requests from this machine only)
+CONTEXTSIM_HTTPS   1 behind TLS: trusts X-Forwarded-Proto, Secure cookies, HSTS, https
+                   redirect (each also alone: CONTEXTSIM_BEHIND_PROXY, _SECURE_COOKIES,
+                   _SSL_REDIRECT, _HSTS_SECONDS, _HSTS_SUBDOMAINS, _HSTS_PRELOAD)
+CSRF_TRUSTED_ORIGINS  comma separated, e.g. https://contextsim.example.org
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "webapp.middleware.no_store_middleware",
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -151,6 +157,21 @@ MAX_UPLOAD_BYTES = int(os.environ.get("CONTEXTSIM_MAX_UPLOAD_BYTES", 512 * 1024 
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False
+
+# Behind TLS (a reverse proxy that terminates it): CONTEXTSIM_HTTPS=1 turns on all that
+# follows; each can also be set on its own. `check --deploy` is then clean.
+HTTPS = env_bool("CONTEXTSIM_HTTPS", False)
+if env_bool("CONTEXTSIM_BEHIND_PROXY", HTTPS):
+    # Trust the proxy's word that the visitor used https (share links say https://).
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("CONTEXTSIM_SECURE_COOKIES", HTTPS)
+SECURE_SSL_REDIRECT = env_bool("CONTEXTSIM_SSL_REDIRECT", HTTPS)
+SECURE_HSTS_SECONDS = int(os.environ.get("CONTEXTSIM_HSTS_SECONDS", 31_536_000 if HTTPS else 0))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CONTEXTSIM_HSTS_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("CONTEXTSIM_HSTS_PRELOAD", HTTPS)
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
+]
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

@@ -77,3 +77,53 @@ def test_a_share_grant_gets_a_new_session_key_and_ends_at_sign_in(alice, bob):
     # A sign-in in that browser starts without the grants of the visitor before.
     visitor.force_login(bob)
     assert visitor.get(reverse("run", args=[run.public_id])).status_code == 404
+
+
+def test_private_pages_and_api_answers_are_never_stored(alice_client, alice):
+    assert alice_client.get(reverse("tokens"))["Cache-Control"] == "no-store"
+    assert alice_client.get(reverse("runs"))["Cache-Control"] == "no-store"
+    assert Client().get("/api/runs/x/")["Cache-Control"] == "no-store"
+    assert "no-store" not in Client().get(reverse("runs")).get("Cache-Control", "")
+
+
+def test_the_documented_production_settings_pass_check_deploy(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "webapp.settings",
+        "CONTEXTSIM_HTTPS": "1",
+        "SECRET_KEY": "k" * 20 + "-a-long-random-production-secret-" + "z" * 20,
+        "DEBUG": "0",
+        "ALLOWED_HOSTS": "contextsim.example.org",
+        "CONTEXTSIM_DATA_DIR": str(tmp_path),
+        "CONTEXTSIM_LOCAL_USER": "",
+    }
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no issues" in done.stdout
+
+
+def test_behind_tls_a_share_link_says_https(settings, alice_client, alice):
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.ALLOWED_HOSTS = ["contextsim.example.org"]
+    import_bytes(alice, "a.json", native_run(rounds=2))
+    run = Run.objects.get(title="dash")
+    link = create_link(run, alice)
+    page = alice_client.get(
+        reverse("share", args=[run.public_id]),
+        HTTP_X_FORWARDED_PROTO="https",
+        HTTP_HOST="contextsim.example.org",
+    ).content.decode()
+    assert f"https://contextsim.example.org/s/{link.token}/" in page
