@@ -7,11 +7,19 @@ an importer class and one entry in IMPORTERS.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
 from contextsim.formats.anthropic import AnthropicImporter
-from contextsim.formats.base import FormatError, Importer, ParsedFile, Source, read_source
+from contextsim.formats.base import (
+    Document,
+    FormatError,
+    Importer,
+    ParsedFile,
+    Source,
+    read_source,
+)
 from contextsim.formats.claude_code import ClaudeCodeImporter
 from contextsim.formats.codex import CodexImporter
 from contextsim.formats.langchain import LangChainImporter
@@ -61,16 +69,24 @@ def parse_stream(name: str, stream: IO[bytes], format: str | None = None) -> Par
         raise FormatError(name, "", f"unknown format {format!r}; supported formats: {supported()}")
     source = read_source(name, stream)
     if format is not None:
-        return _forced(IMPORTERS[format], source)
+        return _with_source_warnings(_forced(IMPORTERS[format], source), source)
     for importer in IMPORTERS.values():
         if importer.sniff(source):
-            return importer.parse(source)
+            return _with_source_warnings(importer.parse(source), source)
     raise FormatError(
         name,
         "",
         f"could not recognise the log format; supported formats: {supported()} "
         "(choose one explicitly to see what is missing)",
     )
+
+
+def _with_source_warnings(parsed: ParsedFile, source: Source) -> ParsedFile:
+    """What reading the file found (a document's replaced surrogates) among the
+    warnings; a JSONL file's are the importer's to report, as it reads its lines."""
+    if isinstance(source, Document) and source.warnings:
+        return replace(parsed, warnings=(*parsed.warnings, *source.warnings))
+    return parsed
 
 
 def _forced(importer: Importer, source: Source) -> ParsedFile:

@@ -18,6 +18,7 @@ from typing import Any
 
 from contextsim.formats.base import (
     FormatError,
+    Names,
     ParsedFile,
     Source,
     arguments_text,
@@ -44,8 +45,8 @@ from contextsim.model import (
 )
 
 ROLES: dict[str, Role] = {"user": "user", "assistant": "assistant", "system": "system"}
-CALL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
-RESULT_BLOCKS = frozenset(
+CALL_BLOCKS = Names({"tool_use", "server_tool_use", "mcp_tool_use"})
+RESULT_BLOCKS = Names(
     {
         "tool_result",
         "mcp_tool_result",
@@ -59,7 +60,7 @@ RESULT_BLOCKS = frozenset(
 BLOCKS_EXPECTED = "text, thinking, redacted_thinking, tool_use, tool_result, image or document"
 
 # Structural markers only Anthropic's API writes (see exchanges.features).
-MARKERS = frozenset(
+MARKERS = Names(
     {
         "body:system",
         "block:tool_use",
@@ -76,7 +77,7 @@ MARKERS = frozenset(
     }
 )
 # Markers of OpenAI Chat Completions: a file with them is not Anthropic's.
-OPENAI_MARKERS = frozenset(
+OPENAI_MARKERS = Names(
     {
         "key:tool_calls",
         "key:tool_call_id",

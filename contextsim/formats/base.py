@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,10 +55,11 @@ class Lines:
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """A JSON file parsed whole."""
+    """A JSON file parsed whole; `warnings` says what reading it changed."""
 
     path: str
     data: Any
+    warnings: tuple[str, ...] = ()
 
 
 Source = Lines | Document
@@ -104,13 +106,13 @@ def _records(path: str, stream: Iterable[bytes], warnings: list[str]) -> Iterato
         if not text.strip():
             continue
         if pending is not None:
-            yield _parse_record(path, *pending)
+            yield _parse_record(path, *pending, warnings)
         pending = (number, text)
     if pending is None:
         return
     line, text = pending
     try:
-        yield _parse_record(path, line, text)
+        yield _parse_record(path, line, text, warnings)
     except FormatError:
         if text.endswith("\n"):
             raise
@@ -118,7 +120,44 @@ def _records(path: str, stream: Iterable[bytes], warnings: list[str]) -> Iterato
         warnings.append(f"{path}: line {line}: incomplete last line skipped")
 
 
-def _parse_record(path: str, line: int, text: str) -> Record:
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(data: Any) -> tuple[Any, int]:
+    """`data` with every lone surrogate (half of an emoji cut by a JavaScript writer:
+    not text, and no database or tokenizer takes it) replaced by U+FFFD, and how many
+    there were. Walks without recursion, so no depth is too deep."""
+    count = 0
+
+    def clean(text: str) -> str:
+        nonlocal count
+        fixed, n = LONE_SURROGATE.subn("\ufffd", text)
+        count += n
+        return fixed
+
+    root = [data]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        holder, key = stack.pop()
+        value = holder[key]
+        if isinstance(value, str):
+            holder[key] = clean(value)
+        elif isinstance(value, list):
+            stack.extend((value, i) for i in range(len(value)))
+        elif isinstance(value, dict):
+            for k in list(value):
+                if isinstance(k, str) and LONE_SURROGATE.search(k):
+                    value[clean(k)] = value.pop(k)
+            stack.extend((value, k) for k in value)
+    return root[0], count
+
+
+def _surrogates_said(path: str, where: str, count: int) -> str:
+    return f"{path}: {where}: {count} lone surrogate(s) (half an emoji) replaced with U+FFFD"
+
+
+def _parse_record(path: str, line: int, text: str, warnings: list[str] | None = None) -> Record:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -127,10 +166,16 @@ def _parse_record(path: str, line: int, text: str) -> Record:
             f"line {line}",
             f"invalid JSON ({exc.msg} at column {exc.colno}); expected one JSON object per line",
         ) from None
+    except (RecursionError, ValueError) as exc:
+        raise FormatError(path, f"line {line}", _unreadable(exc)) from None
     if not isinstance(data, dict):
         raise FormatError(
             path, f"line {line}", f"expected a JSON object, found {type(data).__name__}"
         )
+    if SURROGATE_ESCAPE.search(text):
+        data, count = without_lone_surrogates(data)
+        if count and warnings is not None:
+            warnings.append(_surrogates_said(path, f"line {line}", count))
     return Record(line, data)
 
 
@@ -151,7 +196,7 @@ def read_source(path: str, stream: IO[bytes]) -> Source:
         second = stream.readline()
     try:
         is_lines = isinstance(json.loads(first), dict) and bool(second)
-    except json.JSONDecodeError:
+    except (RecursionError, ValueError):  # JSONDecodeError is a ValueError
         is_lines = False
     if not is_lines:
         return _document(path, head + second + stream.read())
@@ -179,7 +224,7 @@ def _document(path: str, raw: bytes) -> Document:
             f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); expected UTF-8 text",
         ) from None
     try:
-        return Document(path, json.loads(text))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FormatError(
             path,
@@ -187,6 +232,43 @@ def _document(path: str, raw: bytes) -> Document:
             f"invalid JSON ({exc.msg} at column {exc.colno}); expected a JSON document "
             "or one JSON object per line",
         ) from None
+    except (RecursionError, ValueError) as exc:
+        raise FormatError(path, "line 1", _unreadable(exc)) from None
+    if not SURROGATE_ESCAPE.search(text):
+        return Document(path, data)
+    data, count = without_lone_surrogates(data)
+    return Document(path, data, (_surrogates_said(path, "$", count),) if count else ())
+
+
+def _unreadable(exc: BaseException) -> str:
+    """Why valid-looking JSON could not be read: nesting or a number past the limits."""
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply to read (over about 1,000 levels)"
+    return f"a number too long to read ({str(exc).split(';')[0]})"
+
+
+class Names(frozenset[str]):
+    """A set of record, item or block type names. Asked about a value that is no name (a
+    list or an object where a malformed log has its type), it answers False instead of
+    raising TypeError (unhashable)."""
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, str) and frozenset.__contains__(self, value)
+
+
+MAX_TOKENS_LOGGED = 10**12
+"""Token counts from 10^12 on are not counts of anything sent to a model."""
+
+
+def token_count(path: str, where: str, value: Any, what: str) -> int:
+    """A logged token count: a whole number from 0 to MAX_TOKENS_LOGGED (absent or null:
+    0); FormatError naming `where` otherwise."""
+    if value is None:
+        return 0
+    count: int = expect(path, where, value, int, what)
+    if not 0 <= count < MAX_TOKENS_LOGGED:
+        raise FormatError(path, where, f"expected {what} from 0 to 10^12, got {count:,}")
+    return count
 
 
 def expect(path: str, where: str, value: Any, kind: type | tuple[type, ...], what: str) -> Any:

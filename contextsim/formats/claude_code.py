@@ -36,6 +36,7 @@ from contextsim.formats.base import (
     Document,
     FormatError,
     Lines,
+    Names,
     ParsedFile,
     Record,
     Source,
@@ -43,6 +44,7 @@ from contextsim.formats.base import (
     expect,
     parse_time,
     text_of,
+    token_count,
 )
 from contextsim.model import (
     Compaction,
@@ -58,9 +60,9 @@ from contextsim.model import (
     Usage,
 )
 
-SKIPPED_TYPES = frozenset({"progress", "file-history-snapshot", "queue-operation"})
+SKIPPED_TYPES = Names({"progress", "file-history-snapshot", "queue-operation"})
 """Record types Claude Code writes that are never sent to the model."""
-CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context"})
+CODEX_TYPES = Names({"session_meta", "response_item", "event_msg", "turn_context"})
 SYNTHETIC = "<synthetic>"
 COMPACTION_AGENT = "agent-acompact"
 """Run key of the agent Claude Code runs to compact (subagents/agent-acompact-*.jsonl)."""
@@ -175,7 +177,7 @@ class _Builder:
         elif kind not in ("user", "assistant", "system", "summary", *SKIPPED_TYPES):
             self.unknown_types[str(kind)] += 1
         elif kind in ("user", "assistant") or data.get("subtype") == "compact_boundary":
-            if data.get("uuid") in self.owner:
+            if isinstance(data.get("uuid"), str) and data["uuid"] in self.owner:
                 return  # the same record written twice (e.g. when a session is resumed)
             run = self._run_for(record)
             if kind == "assistant":
@@ -250,7 +252,7 @@ class _Builder:
         where = f"line {record.line}"
         expect(self.path, where, data, dict, "message.usage to be an object")
         counts = [
-            expect(self.path, where, data.get(k) or 0, int, f"message.usage.{k} to be a number")
+            token_count(self.path, where, data.get(k), f"message.usage.{k} to be a number")
             for k in USAGE
         ]
         return Usage(*counts)

@@ -41,6 +41,7 @@ from typing import Any
 from contextsim.formats.base import (
     Document,
     Lines,
+    Names,
     ParsedFile,
     Record,
     Source,
@@ -48,6 +49,7 @@ from contextsim.formats.base import (
     expect,
     parse_time,
     text_of,
+    token_count,
 )
 from contextsim.model import (
     Compaction,
@@ -63,10 +65,10 @@ from contextsim.model import (
     Usage,
 )
 
-RECORDS = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
-CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "web_search_call", "local_shell_call"})
-OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
-ITEM_TYPES = CALL_ITEMS | OUTPUT_ITEMS | {"message", "reasoning"}
+RECORDS = Names({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
+CALL_ITEMS = Names({"function_call", "custom_tool_call", "web_search_call", "local_shell_call"})
+OUTPUT_ITEMS = Names({"function_call_output", "custom_tool_call_output"})
+ITEM_TYPES = Names(CALL_ITEMS | OUTPUT_ITEMS | {"message", "reasoning"})
 TITLE_LENGTH = 80
 
 
@@ -142,7 +144,8 @@ class _Builder:
     def feed(self, record: Record) -> None:
         data, where = record.data, f"line {record.line}"
         self.now = parse_time(data.get("timestamp"))
-        kind = data.get("type")
+        raw = data.get("type")
+        kind = raw if isinstance(raw, str) else ""
         if kind in RECORDS:
             payload = expect(self.path, where, data.get("payload"), dict, "'payload' object")
             handlers = {
@@ -158,7 +161,7 @@ class _Builder:
         elif _is_old_meta(data) and not self.session_id:
             self.session_id = _string(self.path, where, data, "id")
         elif "record_type" not in data:  # old-shape state records carry nothing we need
-            self.skipped[f"record type {kind!r}"] += 1
+            self.skipped[f"record type {raw!r}"[:80]] += 1
 
     def _session_meta(self, payload: dict[str, Any], where: str) -> None:
         self.session_id = self.session_id or _string(self.path, where, payload, "id")
@@ -330,8 +333,7 @@ def _string(path: str, where: str, data: dict[str, Any], key: str) -> str:
 
 def _usage(path: str, where: str, data: dict[str, Any]) -> Usage:
     def count(key: str) -> int:
-        value = expect(path, where, data.get(key) or 0, int, f"a whole number in {key!r}")
-        return max(int(value), 0)
+        return token_count(path, where, data.get(key), f"a whole number in {key!r}")
 
     total, cached = count("input_tokens"), count("cached_input_tokens")
     cached = min(cached, total)

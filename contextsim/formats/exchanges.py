@@ -20,7 +20,15 @@ from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import Any, Protocol
 
-from contextsim.formats.base import FormatError, Lines, ParsedFile, Source, expect
+from contextsim.formats.base import (
+    FormatError,
+    Lines,
+    Names,
+    ParsedFile,
+    Source,
+    expect,
+    token_count,
+)
 from contextsim.model import (
     Message,
     Part,
@@ -36,7 +44,7 @@ SNIFF_ENTRIES = 50
 """How many entries of a JSON array detection looks at (JSONL: the base sample)."""
 
 # Keys of the records of other formats: native, Claude Code, Codex.
-FOREIGN_KEYS = frozenset({"contextsim", "sessionId", "payload"})
+FOREIGN_KEYS = Names({"contextsim", "sessionId", "payload"})
 
 ENTRY_EXPECTED = (
     "expected a chat message (with 'role'), a request body (with 'messages') "
@@ -78,10 +86,9 @@ def tokens(path: str, where: str, data: dict[str, Any], key: str, required: bool
     value = data.get(key)
     if value is None and not required:
         return 0
-    count: int = expect(path, f"{where}.{key}", value, int, "a whole number of tokens")
-    if count < 0:
-        raise FormatError(path, f"{where}.{key}", "expected a number of tokens >= 0")
-    return count
+    if value is None:  # required
+        expect(path, f"{where}.{key}", value, int, "a whole number of tokens")
+    return token_count(path, f"{where}.{key}", value, "a whole number of tokens")
 
 
 def tool_definitions(path: str, where: str, tools: Any) -> Message | None:

@@ -36,6 +36,7 @@ from contextsim.formats.base import (
     Document,
     FormatError,
     Lines,
+    Names,
     ParsedFile,
     Source,
     arguments_text,
@@ -66,8 +67,8 @@ TYPES_EXPECTED = "system, human, ai, tool, chat or function"
 CHAT_ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user"}
 CHAT_ROLES |= {"human": "user", "assistant": "assistant", "ai": "assistant"}
 CHAT_ROLES_EXPECTED = "system, developer, user, human, assistant or ai"
-CHAT_TYPES = frozenset({"chat", "ChatMessageChunk"})
-MEDIA = frozenset({"image", "image_url", "audio", "input_audio", "video", "file", "document"})
+CHAT_TYPES = Names({"chat", "ChatMessageChunk"})
+MEDIA = Names({"image", "image_url", "audio", "input_audio", "video", "file", "document"})
 # Block types -> the keys of their call id and arguments, or result id and body.
 CALL_BLOCKS = dict.fromkeys(ANTHROPIC_CALLS, ("id", "input"))
 CALL_BLOCKS |= dict.fromkeys(("tool_call", "server_tool_call"), ("id", "args"))

@@ -115,3 +115,41 @@ def test_a_file_forced_as_the_wrong_format_saves_nothing_and_says_why(alice, cor
     assert job.status == "failed"
     assert "reads as Claude Code session JSONL" in job.error
     assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"x": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+        b'{"contextsim": 1, "runs": [{"messages": [{"role": "user", "content": "x", "n": '
+        + b"9" * 5000
+        + b"}]}]}",
+        b'{"type":"user","uuid":["u"],"sessionId":"s","message":{"role":"user","content":"a"}}\n'
+        b'{"type":"assistant","uuid":"a","sessionId":"s","message":{"id":"m","role":"assistant",'
+        b'"content":[],"usage":{"input_tokens":100000000000000000000}}}\n',
+    ],
+)
+def test_input_past_the_limits_fails_the_import_cleanly_upload_and_api(alice, data):
+    from django.test import Client
+
+    from webapp.services.api_tokens import create_token
+
+    job = import_bytes(alice, "odd.json", data)
+    assert job.status == "failed" and "internal error" not in job.error
+    assert not Run.objects.exists()
+    key = create_token(alice, "k")[1]
+    api = Client(headers={"Authorization": f"Bearer {key}"})
+    response = api.post("/api/runs/", data, content_type="application/json")
+    assert response.status_code == 400 and "error" in response.json()
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_lone_surrogate_is_stored_replaced_with_a_warning(alice):
+    message = '{"role": "user", "content": "a \\ud83d"}'
+    data = '{"contextsim": 1, "runs": [{"title": "t", "messages": [' + message + "]}]}"
+    job = import_bytes(alice, "half.json", data.encode())
+    assert job.status == "done"
+    assert any("lone surrogate" in w for w in job.warnings)
+    assert Run.objects.get().messages.get().parts[0]["text"] == "a \ufffd"

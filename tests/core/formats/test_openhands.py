@@ -258,7 +258,7 @@ def broken_tool_calls() -> list[dict[str, Any]]:
         ),
         (
             with_usage({"prompt_tokens": -1}),
-            f"{USAGE_AT}.prompt_tokens: expected a number of tokens >= 0",
+            f"{USAGE_AT}.prompt_tokens: expected a whole number of tokens from 0 to 10^12, got -1",
         ),
         (
             with_usage(litellm_usage(100, 80, 30, 1)),
