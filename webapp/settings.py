@@ -81,7 +81,29 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "webapp.middleware.no_store_middleware",
+    "django_ratelimit.middleware.RatelimitMiddleware",
 ]
+
+# Rate limits (django-ratelimit, counted in the cache: one process's memory by default,
+# shared when CACHE_URL names Redis): sign-in attempts and bad API keys per address.
+CACHES = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": os.environ["CACHE_URL"],
+        }
+        if os.environ.get("CACHE_URL", "").startswith("redis")
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+RATE_SIGN_IN = os.environ.get("CONTEXTSIM_RATE_SIGN_IN", "10/m")
+RATE_BAD_API_KEYS = os.environ.get("CONTEXTSIM_RATE_BAD_API_KEYS", "20/m")
+RATE_RETRY_AFTER = 60
+"""Seconds a limited visitor is told to wait (the limits count per minute)."""
+RATELIMIT_VIEW = "webapp.views.limits.too_many"
+# One web process (serve) counts in its own memory, which is all it needs; scaled out,
+# set CACHE_URL so every process counts together.
+SILENCED_SYSTEM_CHECKS = [] if os.environ.get("CACHE_URL") else ["django_ratelimit.W001"]
 
 ROOT_URLCONF = "webapp.urls"
 WSGI_APPLICATION = "webapp.wsgi.application"

@@ -2,8 +2,19 @@
 
 from django.contrib.auth import views as auth_views
 from django.urls import path
+from django_ratelimit.decorators import ratelimit
 
-from webapp.views import api, collections, dashboard, estimators, runs, sharing, sweeps, tokens
+from webapp.views import (
+    api,
+    collections,
+    dashboard,
+    estimators,
+    limits,
+    runs,
+    sharing,
+    sweeps,
+    tokens,
+)
 
 urlpatterns = [
     path("", runs.runs_list, name="runs"),
@@ -46,6 +57,14 @@ urlpatterns = [
     path("api/runs/", api.create_runs, name="api-runs"),
     path("api/runs/<str:public_id>/", api.run_figures, name="api-run"),
     path("api/runs/<str:public_id>/messages/", api.append, name="api-append"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path(
+        "login/",
+        ratelimit(key="post:username", rate=limits.sign_in_rate, method="POST", block=True)(
+            ratelimit(key="ip", rate=limits.sign_in_rate, method="POST", block=True)(
+                auth_views.LoginView.as_view()
+            )
+        ),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

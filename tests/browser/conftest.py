@@ -91,3 +91,11 @@ def fleet(page):  # type: ignore[no-untyped-def]
         ParsedFile("demo", runs), owner=owner, visibility=Visibility.PRIVATE, estimators=("chars4",)
     )
     app.conf.task_always_eager = previous
+
+
+@pytest.fixture(autouse=True)
+def fresh_rate_limits() -> None:
+    """Each test starts with no attempts counted (the counts live in the cache)."""
+    from django.core.cache import cache
+
+    cache.clear()

@@ -45,3 +45,11 @@ def fleet(alice: User) -> list[Run]:
         ParsedFile("demo", runs), owner=alice, visibility=Visibility.PRIVATE, estimators=("chars4",)
     )
     return list(saved)
+
+
+@pytest.fixture(autouse=True)
+def fresh_rate_limits() -> None:
+    """Each test starts with no attempts counted (the counts live in the cache)."""
+    from django.core.cache import cache
+
+    cache.clear()

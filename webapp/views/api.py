@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
+from django_ratelimit.core import is_ratelimited
 
 from contextsim.formats import FormatError, parse_stream
 from contextsim.formats.native import parse_message
@@ -35,9 +36,16 @@ class ApiError(Exception):
 
 
 def _owner(request: HttpRequest) -> AbstractBaseUser:
+    """The key's owner. After RATE_BAD_API_KEYS bad keys from one address in a minute,
+    every key from it is refused (429) until the minute is over: guessing is slow."""
+    rate = settings.RATE_BAD_API_KEYS
+    if is_ratelimited(request, group="api-bad-key", key="ip", rate=rate, increment=False):
+        raise ApiError("too many bad API keys from your address: wait a minute", 429)
     scheme, _, key = request.headers.get("Authorization", "").partition(" ")
     owner = owner_of(key.strip()) if scheme.lower() == "bearer" and key.strip() else None
     if owner is None:
+        if is_ratelimited(request, group="api-bad-key", key="ip", rate=rate, increment=True):
+            raise ApiError("too many bad API keys from your address: wait a minute", 429)
         raise ApiError("missing or revoked API token: send 'Authorization: Bearer <key>'", 401)
     return owner
 
@@ -54,6 +62,8 @@ def _json(request: HttpRequest) -> Any:
         return json.loads(request.body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ApiError(f"{BODY}: invalid JSON ({exc})") from None
+    except (RecursionError, ValueError):
+        raise ApiError(f"{BODY}: JSON nested too deeply or a number too long to read") from None
 
 
 def _figures(request: HttpRequest, run: Run) -> dict[str, Any]:
@@ -74,6 +84,8 @@ def _answer(request: HttpRequest, work: Any) -> JsonResponse:
         response = JsonResponse({"error": str(exc)}, status=exc.status)
         if exc.status == 401:
             response["WWW-Authenticate"] = "Bearer"
+        if exc.status == 429:
+            response["Retry-After"] = str(settings.RATE_RETRY_AFTER)
         return response
     except RequestDataTooBig:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
