@@ -299,6 +299,19 @@ class ShareLink(models.Model):
         ordering = ["-created", "-id"]
 
 
+class AppendReceipt(models.Model):
+    """The answer to an append that carried an Idempotency-Key: a retry with the same
+    key gets this answer again and changes nothing."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="receipts")
+    key = models.CharField(max_length=200)
+    answer = models.JSONField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="receipt_per_key")]
+
+
 class ApiToken(models.Model):
     """A key for the HTTP API (live streaming). Only its SHA-256 is kept; the key is
     shown once, when it is created."""

@@ -80,9 +80,11 @@ def test_a_run_streamed_message_by_message_is_stored_and_counted(key, live, alic
 
 def test_the_tail_of_a_run_can_be_replaced_and_earlier_steps_stay(key, live):
     client, run_id = live
-    _append(client, key, run_id, [{"role": "user", "content": "go"}, *_round(0), *_round(1)])
+    _, seen = _append(
+        client, key, run_id, [{"role": "user", "content": "go"}, *_round(0), *_round(1)]
+    )
     before = list(Message.objects.filter(run__public_id=run_id, index__lt=3).values("content_hash"))
-    status, body = _append(client, key, run_id, _round(9), start=3)
+    status, body = _append(client, key, run_id, _round(9), start=3, if_revision=seen["revision"])
     assert status == 200 and body["messages"] == 5
     stored = Message.objects.filter(run__public_id=run_id).order_by("index")
     assert list(stored.filter(index__lt=3).values("content_hash")) == before
@@ -99,7 +101,12 @@ def test_the_tail_of_a_run_can_be_replaced_and_earlier_steps_stay(key, live):
             "request body: $.messages[1].role: expected one of",
         ),
         ({"messages": "hi"}, 400, 'request body: expected {"messages": [...]}'),
-        ({"messages": [], "start": 5}, 400, "start: expected a position from 0 to 0, got 5"),
+        (
+            {"messages": [], "start": 5, "if_revision": 0},
+            400,
+            "start: expected a position from 0 to 0, got 5",
+        ),
+        ({"messages": [], "start": 0}, 400, "a replacing append needs $.if_revision"),
         ({"messages": [], "start": "1"}, 400, "$.start: expected a whole number, got '1'"),
     ],
 )
@@ -350,3 +357,94 @@ def test_an_append_drops_the_estimator_report_of_the_old_text(key, live, alice):
     EstimatorReport.objects.create(run=run, reference="o200k", data={"stale": True})
     _append(client, key, run_id, [{"role": "user", "content": "новый текст"}])
     assert not EstimatorReport.objects.filter(run=run).exists()
+
+
+def test_a_retried_batch_with_its_idempotency_key_is_applied_once(key, live):
+    client, run_id = live
+    url = reverse("api-append", args=[run_id])
+    body = json.dumps({"messages": [{"role": "user", "content": "go"}, *_round(0)]})
+    headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": "batch-1"}
+    first = client.post(url, body, content_type="application/json", headers=headers)
+    again = client.post(url, body, content_type="application/json", headers=headers)
+    assert first.status_code == again.status_code == 200
+    assert first.json() == again.json()
+    assert Run.objects.get(public_id=run_id).message_count == 3
+    other = {**headers, "Idempotency-Key": "batch-2"}
+    client.post(url, body, content_type="application/json", headers=other)
+    assert Run.objects.get(public_id=run_id).message_count == 6
+
+
+def test_a_stale_replacing_append_is_refused_with_the_current_revision(key, live):
+    client, run_id = live
+    _, seen = _append(client, key, run_id, [{"role": "user", "content": "go"}, *_round(0)])
+    _append(client, key, run_id, _round(1))  # a later batch moved the run on
+    status, answer = _append(client, key, run_id, _round(7), start=1, if_revision=seen["revision"])
+    current = Run.objects.get(public_id=run_id)
+    assert status == 409 and f"revision {current.revision} with 5 messages" in answer["error"]
+    assert current.message_count == 5
+    assert "chapter 7" not in json.dumps(list(Message.objects.filter(run=current).values("parts")))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_streams_with_retries_lose_and_duplicate_nothing(live_server, alice):
+    from django.db import connection
+
+    if connection.vendor == "sqlite" and connection.is_in_memory_db():
+        pytest.skip(
+            "the in-memory test database locks whole tables under concurrent writers "
+            "(shared cache); the served SQLite is a WAL file, and CI runs this on PostgreSQL"
+        )
+    import random
+    import threading
+
+    key = create_token(alice, "agent")[1]
+    streams, batches = 4, 25
+    ids = []
+    for i in range(streams):
+        header = {"contextsim": 1, "runs": [{"title": f"stream {i}", "messages": []}]}
+        ids.append(_post(live_server.url + "/api/runs/", key, header, "setup")[1]["runs"][0]["id"])
+    failures: list[str] = []
+
+    def stream(n: int) -> None:
+        rng = random.Random(n)
+        url = f"{live_server.url}/api/runs/{ids[n]}/messages/"
+        for b in range(batches):
+            body = {"messages": [{"role": "user", "content": f"s{n} b{b} m{j}"} for j in range(4)]}
+            for _ in range(1 + rng.randrange(3)):  # the same batch sent 1-3 times
+                status, _ = _post(url, key, body, f"s{n}-b{b}")
+                if status != 200:
+                    failures.append(f"{n}/{b}: {status}")
+
+    threads = [threading.Thread(target=stream, args=(n,)) for n in range(streams)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    for n, run_id in enumerate(ids):
+        texts = [
+            m["parts"][0]["text"]
+            for m in Message.objects.filter(run__public_id=run_id).order_by("index").values("parts")
+        ]
+        expected = [f"s{n} b{b} m{j}" for b in range(batches) for j in range(4)]
+        assert texts == expected  # none lost, none twice, in order
+
+
+def _post(url, key, body, idempotency):
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={
+            "Authorization": f"Bearer {key}",
+            "Content-Type": "application/json",
+            "Idempotency-Key": idempotency,
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")

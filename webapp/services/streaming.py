@@ -4,8 +4,9 @@ with a log file that is still growing."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -16,7 +17,7 @@ from django.utils import timezone
 from contextsim import model as core
 from contextsim.estimators import ESTIMATORS, content_key
 from contextsim.formats import ParsedFile, parse_path
-from webapp.models import EstimatorReport, Message, Run, RunSkeleton, Visibility
+from webapp.models import AppendReceipt, EstimatorReport, Message, Run, RunSkeleton, Visibility
 from webapp.services.imports import message_row, save_run
 from webapp.services.sessions import join_sessions
 
@@ -42,6 +43,45 @@ def create_live_runs(owner: AbstractBaseUser, runs: Sequence[core.Run]) -> list[
     for run in saved:
         run.refresh_from_db(fields=["collection"])
     return saved
+
+
+class StaleAppend(ValueError):
+    """A replacing append made against a run that has changed since the client looked."""
+
+    def __init__(self, revision: int, messages: int) -> None:
+        super().__init__(
+            f"the run changed since: it is at revision {revision} with {messages} messages; "
+            "read it again and resend"
+        )
+        self.revision, self.messages = revision, messages
+
+
+@transaction.atomic
+def append_once(
+    run: Run,
+    messages: Sequence[core.Message],
+    start: int | None,
+    key: str,
+    answer: Callable[[Run], dict[str, Any]],
+    if_revision: int | None = None,
+) -> dict[str, Any]:
+    """Append (see append_messages) unless an append with this Idempotency-Key was made
+    already: then its answer is returned and nothing changes. A replacing append (a
+    `start`) must say the revision it was made against (`if_revision`); a stale one
+    raises StaleAppend and changes nothing. Returns the answer, kept with the key."""
+    locked = Run.objects.select_for_update().get(pk=run.pk)
+    if key:
+        found = AppendReceipt.objects.filter(run=locked, key=key).first()
+        if found is not None:
+            kept: dict[str, Any] = found.answer
+            return kept
+    if if_revision is not None and if_revision != locked.revision:
+        raise StaleAppend(locked.revision, locked.message_count)
+    updated = append_messages(locked, messages, start)
+    body = answer(updated)
+    if key:
+        AppendReceipt.objects.create(run=locked, key=key, answer=body)
+    return body
 
 
 def append_messages(run: Run, messages: Sequence[core.Message], start: int | None = None) -> Run:

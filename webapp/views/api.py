@@ -117,23 +117,43 @@ def create_runs(request: HttpRequest) -> HttpResponse:
 @csrf_exempt
 @require_POST
 def append(request: HttpRequest, public_id: str) -> HttpResponse:
-    """Body: `{"messages": [native message, ...], "start": optional position}`; with
-    `start`, stored messages from there on are replaced (a response rewritten)."""
+    """Body: `{"messages": [native message, ...], "start": optional position,
+    "if_revision": the revision the client last saw}`; with `start`, stored messages
+    from there on are replaced (a response rewritten), and `if_revision` is required: a
+    stale one is refused (409) with the current revision. An `Idempotency-Key` header
+    makes a retry safe: the same key gets the first answer and changes nothing
+    (docs/format.md, "Streaming")."""
 
     def work() -> tuple[int, dict[str, Any]]:
         run = _run_of(_owner(request), public_id)
         data = _json(request)
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
             raise ApiError(f'{BODY}: expected {{"messages": [...]}}')
-        start = data.get("start")
-        if start is not None and (not isinstance(start, int) or isinstance(start, bool)):
-            raise ApiError(f"{BODY}: $.start: expected a whole number, got {start!r}")
+        start, seen = _whole(data, "start"), _whole(data, "if_revision")
+        if start is not None and seen is None:
+            raise ApiError(f"{BODY}: $.start: a replacing append needs $.if_revision")
+        key = request.headers.get("Idempotency-Key", "").strip()
+        if len(key) > 200:
+            raise ApiError("Idempotency-Key: at most 200 characters")
         messages = [
             parse_message(BODY, f"$.messages[{i}]", m) for i, m in enumerate(data["messages"])
         ]
-        return 200, _figures(request, streaming.append_messages(run, messages, start))
+        try:
+            body = streaming.append_once(
+                run, messages, start, key, lambda r: _figures(request, r), seen
+            )
+        except streaming.StaleAppend as exc:
+            raise ApiError(f"{BODY}: $.if_revision: {exc}", 409) from None
+        return 200, body
 
     return _answer(request, work)
+
+
+def _whole(data: dict[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise ApiError(f"{BODY}: $.{key}: expected a whole number, got {value!r}")
+    return value
 
 
 @require_GET
