@@ -71,3 +71,27 @@ def no_store_middleware(
         return response
 
     return middleware
+
+
+def upload_size_middleware(
+    get_response: Callable[[HttpRequest], HttpResponse],
+) -> Callable[[HttpRequest], HttpResponse]:
+    """A request body over the upload limit is refused from its Content-Length, before
+    any of it is read (413), so a huge upload costs neither disk nor memory."""
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        try:
+            size = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            size = 0
+        limit = settings.MAX_UPLOAD_BYTES + 1024 * 1024  # the form's other fields
+        if size > limit:
+            return HttpResponse(
+                f"The upload is {size:,} bytes; the limit is {settings.MAX_UPLOAD_BYTES:,} "
+                "(CONTEXTSIM_MAX_UPLOAD_BYTES).",
+                status=413,
+                content_type="text/plain; charset=utf-8",
+            )
+        return get_response(request)
+
+    return middleware

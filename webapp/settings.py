@@ -71,6 +71,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "webapp.middleware.upload_size_middleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -176,6 +177,13 @@ MEDIA_ROOT = DATA_DIR / "media"
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 MAX_UPLOAD_BYTES = int(os.environ.get("CONTEXTSIM_MAX_UPLOAD_BYTES", 512 * 1024 * 1024))
+MAX_SWEEP_CELLS = int(os.environ.get("CONTEXTSIM_MAX_SWEEP_CELLS", 2_000))
+"""Runs x configurations in one sweep."""
+MAX_QUEUED_CELLS = int(os.environ.get("CONTEXTSIM_MAX_QUEUED_CELLS", 10_000))
+"""Cells one person's sweeps may have waiting at once."""
+MAX_PLAYGROUND_CHARS = int(os.environ.get("CONTEXTSIM_MAX_PLAYGROUND_CHARS", 2_000_000))
+"""Characters the estimator playground counts for a signed-in person; a visitor who is
+not signed in gets a tenth of it (the playground is open to anyone)."""
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False

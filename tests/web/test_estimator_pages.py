@@ -107,3 +107,27 @@ def test_scripts_with_too_few_tokens_are_marked_and_muted_not_barred(db):
     assert "few tokens" in row and 'class="err muted"' in row and 'class="bar' not in row
     latin = page.split('s-ascii_alnum">')[1].split("</tr>")[0]
     assert "few tokens" not in latin and 'class="bar' in latin
+
+
+def test_the_playground_counts_less_for_a_visitor_not_signed_in(db, settings, alice):
+    settings.MAX_PLAYGROUND_CHARS = 1_000
+    anonymous = Client().post(reverse("playground"), {"text": "x" * 200}).content.decode()
+    assert "over 100 characters (sign in to count more)" in anonymous
+    member = Client()
+    member.force_login(alice)
+    page = member.post(reverse("playground"), {"text": "x" * 200}).content.decode()
+    assert "over 100 characters" not in page and '<td class="num">200</td>' in page
+
+
+def test_an_upload_over_the_limit_is_refused_before_its_body_is_read(db, settings, alice):
+    settings.MAX_UPLOAD_BYTES = 1_000
+    client = Client()
+    client.force_login(alice)
+    response = client.generic(
+        "POST",
+        reverse("upload"),
+        b"x",
+        CONTENT_TYPE="multipart/form-data; boundary=b",
+        CONTENT_LENGTH=str(50 * 1024 * 1024),
+    )
+    assert response.status_code == 413 and "the limit is 1,000" in response.content.decode()

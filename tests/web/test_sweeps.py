@@ -229,3 +229,20 @@ def test_a_sweep_no_worker_takes_says_so_after_a_while(alice_client, fleet, queu
     Sweep.objects.filter(pk=sweep.pk).update(created=timezone.now() - timedelta(minutes=1))
     polled = alice_client.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert "No worker has taken a cell yet: is a Celery worker running?" in polled
+
+
+def test_a_sweep_too_big_or_over_the_queue_cap_is_refused_saying_so(
+    alice_client, fleet, queued, settings
+):
+    cells = len(fleet) * 2 * 2  # runs x policies x budgets
+    settings.MAX_SWEEP_CELLS = cells - 1
+    too_big = _post(alice_client, fleet)
+    assert too_big.status_code == 400
+    assert f"{cells} cells; at most {cells - 1} in one sweep" in too_big.content.decode()
+    settings.MAX_SWEEP_CELLS, settings.MAX_QUEUED_CELLS = cells, cells + 1
+    assert _post(alice_client, fleet).status_code == 302
+    second = _post(alice_client, fleet)
+    assert second.status_code == 400
+    said = f"{cells} cells of your sweeps are still waiting; at most {cells + 1}"
+    assert said in second.content.decode()
+    assert Sweep.objects.count() == 1 and SweepCell.objects.count() == cells

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from contextsim.estimator_report import signed_error
@@ -119,3 +120,10 @@ def script_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def playground_limit(user: AbstractBaseUser | AnonymousUser) -> int:
+    """Characters the playground counts for this person (settings.MAX_PLAYGROUND_CHARS;
+    a tenth of it for a visitor who is not signed in)."""
+    most = int(settings.MAX_PLAYGROUND_CHARS)
+    return most if user.is_authenticated else most // 10

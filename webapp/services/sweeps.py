@@ -8,6 +8,7 @@ import os
 import socket
 from collections.abc import Sequence
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
@@ -37,6 +38,20 @@ def create_sweep(
     (webapp.tasks.queue_sweep)."""
     if not runs:
         raise ValueError("runs: choose at least one run")
+    cells = len(runs) * len(configs)
+    if cells > settings.MAX_SWEEP_CELLS:
+        raise ValueError(
+            f"{len(runs)} runs x {len(configs)} configurations is {cells:,} cells; at most "
+            f"{settings.MAX_SWEEP_CELLS:,} in one sweep: fewer budgets, policies or runs"
+        )
+    waiting = SweepCell.objects.filter(
+        sweep__owner=owner, status__in=(SweepCell.Status.QUEUED, SweepCell.Status.RUNNING)
+    ).count()
+    if waiting + cells > settings.MAX_QUEUED_CELLS:
+        raise ValueError(
+            f"{waiting:,} cells of your sweeps are still waiting; at most "
+            f"{settings.MAX_QUEUED_CELLS:,} at once: wait for them or start a smaller sweep"
+        )
     sweep = Sweep.objects.create(
         owner=owner,
         title=title or _title(runs, configs),

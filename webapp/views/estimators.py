@@ -24,7 +24,6 @@ from webapp.selectors.estimators import script_rows
 from webapp.services import custom_estimators
 
 HIGHLIGHT_CHARS = 20_000
-MAX_TEXT = 2_000_000
 
 
 def _reference(request: HttpRequest) -> tuple[str, str]:
@@ -102,15 +101,18 @@ def playground(request: HttpRequest) -> HttpResponse:
     reference, error = _reference(request)
     # A form sends a textarea's line breaks as CRLF (the HTML standard): count the text
     # as it was pasted, one character per line break. An uploaded file is counted as is.
+    most = estimators.playground_limit(request.user)
     text = request.POST.get("text", "").replace("\r\n", "\n")
     upload = request.FILES.get("file")
     if upload is not None:
         try:
-            text = upload.read(MAX_TEXT + 1).decode("utf-8")
+            text = upload.read(4 * most + 4).decode("utf-8")
         except UnicodeDecodeError as exc:
             error = f"{upload.name}: not valid UTF-8 text (byte offset {exc.start})"
-    if len(text) > MAX_TEXT:
-        error, text = f"the text is over {MAX_TEXT:,} characters; paste or upload less", ""
+    if len(text) > most:
+        signed = "" if request.user.is_authenticated else " (sign in to count more)"
+        error = f"the text is over {most:,} characters{signed}; paste or upload less"
+        text = ""
     context: dict[str, Any] = {
         "reference": reference,
         "references": list(REFERENCES),

@@ -36,16 +36,20 @@ def new_sweep(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             data = form.cleaned_data
             chosen = [r for r in found if r.public_id in set(data["runs"])]
-            sweep = sweeps.create_sweep(
-                request.user,  # type: ignore[arg-type]
-                chosen,
-                data["configs"],
-                estimator=data["estimator"],
-                hard_limit=data["hard_limit"],
-                title=data["title"],
-            )
-            tasks.queue_sweep(sweep)
-            return redirect("sweep", sweep.public_id)
+            try:
+                sweep = sweeps.create_sweep(
+                    request.user,  # type: ignore[arg-type]
+                    chosen,
+                    data["configs"],
+                    estimator=data["estimator"],
+                    hard_limit=data["hard_limit"],
+                    title=data["title"],
+                )
+            except ValueError as exc:
+                form.add_error(None, str(exc))
+            else:
+                tasks.queue_sweep(sweep)
+                return redirect("sweep", sweep.public_id)
         status = 400
     else:
         initial = {"runs": runs.preselected_runs(found, request.GET)}

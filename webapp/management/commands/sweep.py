@@ -58,14 +58,17 @@ class Command(BaseCommand):
             )
         except SweepError as exc:
             raise CommandError(str(exc)) from None
-        sweep = sweeps.create_sweep(
-            owner,
-            runs,
-            configs,
-            estimator=options["estimator"],
-            hard_limit=options["hard_limit"],
-            title=options["title"],
-        )
+        try:
+            sweep = sweeps.create_sweep(
+                owner,
+                runs,
+                configs,
+                estimator=options["estimator"],
+                hard_limit=options["hard_limit"],
+                title=options["title"],
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         tasks.queue_sweep(sweep)
         self.stderr.write(f"sweep {sweep.public_id}: {len(runs)} runs x {len(configs)} configs")
         if not options["wait"]:
