@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "webapp",
+    "csp",
 ]
 
 MIDDLEWARE = [
@@ -83,7 +84,25 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "webapp.middleware.no_store_middleware",
     "django_ratelimit.middleware.RatelimitMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
+
+# Content-Security-Policy (django-csp): scripts only from this site (no inline script,
+# no eval); styles may be inline because plotly.js and htmx set them on elements.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:", "blob:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 # Rate limits (django-ratelimit, counted in the cache: one process's memory by default,
 # shared when CACHE_URL names Redis): sign-in attempts and bad API keys per address.

@@ -81,6 +81,13 @@
     copyLinks(document);
     document.addEventListener("keydown", keys);
     document.addEventListener("input", syncBudget);
+    // A select that applies at once (no inline handler: the page's CSP allows none).
+    document.addEventListener("change", function (event) {
+      var target = event.target;
+      if (target.matches && target.matches("select[data-submit-on-change]") && target.form) {
+        target.form.submit();
+      }
+    });
 
     // Draw once htmx has settled the new content, never before: while it settles, htmx
     // gives an element that keeps its id (#chart) the old element's attributes and then

@@ -99,3 +99,15 @@ def fresh_rate_limits() -> None:
     from django.core.cache import cache
 
     cache.clear()
+
+
+def wait_until(page, expression: str, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll `expression` in the page until it is true. Not page.wait_for_function: that
+    evaluates a string with eval inside the page, which the site's CSP forbids."""
+    import time
+
+    end = time.monotonic() + timeout
+    while not page.evaluate(f"() => Boolean({expression})"):
+        if time.monotonic() > end:
+            raise AssertionError(f"still false after {timeout} s: {expression}")
+        page.wait_for_timeout(100)

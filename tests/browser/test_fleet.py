@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+from tests.browser.conftest import wait_until
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
@@ -23,7 +25,7 @@ def test_a_policy_change_redraws_the_fleet_and_a_rejection_opens_its_step(page, 
     page.locator("dl.cards", has_text="0 of 3").wait_for()
     assert page.evaluate("window.__same_page") is True
     # The new chart is drawn once htmx has settled the swap.
-    page.wait_for_function("!!document.querySelector('[data-figure=fleet-data]').data")
+    wait_until(page, "!!document.querySelector('[data-figure=fleet-data]').data")
     lines = page.evaluate("document.querySelector('[data-figure=fleet-data]').data.length")
     assert lines >= 3
     page.locator("a", has_text="no: rejected at step").first.click()
@@ -56,7 +58,7 @@ def test_the_fleet_chart_after_a_policy_change_looks_like_a_fresh_load(page, fle
     page.select_option("select[name=policy]", "turns")
     page.wait_for_url(re.compile(r"policy=turns"))
     page.locator("dl.cards", has_text="0 of 3").wait_for()
-    page.wait_for_function("!!document.querySelector('[data-figure=fleet-data]').data")
+    wait_until(page, "!!document.querySelector('[data-figure=fleet-data]').data")
     page.wait_for_timeout(500)
     after = chart_image(page, "[data-figure='fleet-data']")
     legend = page.locator("[data-figure='fleet-data'] .legendtext").all_text_contents()

@@ -8,6 +8,7 @@ import json
 import pytest
 from django.test import Client
 
+from tests.browser.conftest import wait_until
 from tests.web.test_streaming import HEADER, _round
 from webapp.services.api_tokens import create_token
 
@@ -37,9 +38,7 @@ def test_an_open_dashboard_grows_as_messages_are_streamed(page):
     more = [m for i in range(2, 6) for m in _round(i)]
     api.post(url, json.dumps({"messages": more}), content_type="application/json")
     # The new chart is drawn once htmx has settled the swap: until then it has no data.
-    page.wait_for_function(
-        "((document.getElementById('chart').data || [])[0] || {x: []}).x.length === 7"
-    )
+    wait_until(page, "((document.getElementById('chart').data || [])[0] || {x: []}).x.length === 7")
     assert page.evaluate("window.__same_page") is True  # redrawn in place, not reloaded
     assert "13 messages so far" in page.locator("#live").inner_text()
     assert page.url.endswith(f"/runs/{run_id}/?budget=5000")
@@ -48,9 +47,7 @@ def test_an_open_dashboard_grows_as_messages_are_streamed(page):
 
     count = Run.objects.get(public_id=run_id).request_count
     assert count > 2
-    page.wait_for_function(
-        f"document.getElementById('page-head').innerText.includes('{count} requests')"
-    )
+    wait_until(page, f"document.getElementById('page-head').innerText.includes('{count} requests')")
     # Typing a budget moves its slider too, before any reload.
     page.fill("input[name=budget]", "150000")
     slider = page.locator("input[name=budget_slider]")

@@ -81,3 +81,36 @@ def test_no_page_is_wider_than_a_phone(page, chromium, fleet):
         assert narrow.evaluate("document.documentElement.scrollWidth") <= 390, path
         assert narrow.evaluate(WIDE) == [], path
     context.close()
+
+
+def test_every_page_works_under_the_content_security_policy(page, fleet):
+    """The policy forbids inline script and eval: no page may trip it, and the charts and
+    htmx still work (a control change redraws in place)."""
+    page.add_init_script(
+        "window.__csp = []; document.addEventListener('securitypolicyviolation',"
+        " e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));"
+    )
+    run = fleet[0]
+    for path in (
+        "/",
+        "/upload/",
+        "/estimators/",
+        "/tokens/",
+        f"/runs/{run.public_id}/steps/3/?estimator=chars4",
+        f"/runs/{run.public_id}/ledger/?estimator=chars4",
+        f"/runs/{run.public_id}/estimators/",
+        f"/collections/{run.collection.public_id}/?estimator=chars4",
+    ):
+        response = page.goto(page.base + path)
+        assert "script-src 'self'" in response.headers["content-security-policy"]
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate("window.__csp") == [], path
+    page.goto(f"{page.base}/runs/{run.public_id}/?estimator=chars4")
+    page.locator("#chart[data-drawn='1']").wait_for()
+    page.evaluate("document.getElementById('chart').dataset.drawn = ''")
+    page.fill("input[name=budget]", "9000")
+    page.locator("input[name=budget]").dispatch_event("change")
+    page.wait_for_url(lambda url: "budget=9000" in url)
+    page.locator("#chart[data-drawn='1']").wait_for()
+    assert page.locator("#chart .legend").count() == 1
+    assert page.evaluate("window.__csp") == []
