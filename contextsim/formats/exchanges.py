@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain, islice
 from typing import Any, Protocol
 
@@ -78,6 +78,12 @@ class Exchange:
     request: tuple[Message, ...]
     response: Message | None = None
     model: str = ""
+    sent: float | None = None
+    """When the call was made (seconds since the epoch), if the log says: the time of
+    the request's messages that are new in it."""
+    answered: float | None = None
+    """When its answer was complete, if the log says: the response's time (these logs
+    keep no first byte, so the response's delay is the whole call)."""
 
 
 def tokens(path: str, where: str, data: dict[str, Any], key: str, required: bool = False) -> int:
@@ -264,24 +270,31 @@ def rebuild(
     histories: list[_History] = []
     replies: list[tuple[str, Message]] = []  # only these outlive their exchange
     for n, exchange in enumerate(exchanges):
-        keys = [message_key(m) for m in exchange.request]
+        request = tuple(_at(m, exchange.sent) for m in exchange.request)
+        keys = [message_key(m) for m in request]
         history, start = _follow(histories, keys, exchange.where)
         if history is None:
-            history = _fork(histories, exchange.request, keys)
+            history = _fork(histories, request, keys)
             histories.append(history)
             start = len(keys)
-        history.messages.extend(exchange.request[start:])
+        history.messages.extend(request[start:])
         history.keys.extend(keys[start:])
         if exchange.response is not None:
-            history.messages.append(exchange.response)
-            history.keys.append(message_key(exchange.response))
-            replies.append((exchange.where, exchange.response))
+            response = _at(exchange.response, exchange.answered)
+            history.messages.append(response)
+            history.keys.append(message_key(response))
+            replies.append((exchange.where, response))
         history.latest, history.model = n, exchange.model or history.model
     if not histories:
         return (), ""
     kept = max(histories, key=lambda h: (len(h.messages), h.latest))
     _report(path, replies, kept, warnings)
     return tuple(kept.messages), kept.model
+
+
+def _at(message: Message, time: float | None) -> Message:
+    """`message` with `time` unless it has one already or there is none."""
+    return message if time is None or message.time is not None else replace(message, time=time)
 
 
 def _follow(

@@ -28,6 +28,7 @@ from contextsim.formats.base import (
     Source,
     arguments_text,
     expect,
+    parse_time,
     text_of,
 )
 from contextsim.formats.exchanges import (
@@ -289,7 +290,14 @@ def _model_call(
     reply, served = None, ""
     if isinstance(response, dict):
         reply, served = dialect.response(path, f"{where}.call.response", response)
-    return Exchange(where, sent, reply, model or served or str(event.get("model") or ""))
+    return Exchange(
+        where,
+        sent,
+        reply,
+        model or served or str(event.get("model") or ""),
+        parse_time(event.get("timestamp")),
+        parse_time(event.get("completed")),
+    )
 
 
 def _dialect(request: dict[str, Any], response: Any) -> Dialect | None:

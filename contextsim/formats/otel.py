@@ -41,6 +41,7 @@ from contextsim.formats.base import (
     Source,
     arguments_text,
     expect,
+    parse_time,
     text_of,
 )
 from contextsim.formats.exchanges import Exchange, rebuild, title_of, tool_definitions
@@ -77,6 +78,9 @@ class Attrs:
     path: str
     where: str
     values: dict[str, Any]
+    start: float | None = None
+    """The span's start and end (seconds since the epoch), if it has them."""
+    end: float | None = None
 
     def at(self, key: str) -> str:
         return f"{self.where}.attributes['{key}']"
@@ -132,7 +136,20 @@ def _spans(source: Source) -> Iterator[tuple[str, int, Attrs]]:
                     trace = expect(path, f"{where}.traceId", span.get("traceId"), str, "a string")
                     start = str(span.get("startTimeUnixNano"))
                     values = _pairs(path, f"{where}.attributes", span.get("attributes"))
-                    yield trace, int(start) if start.isdigit() else 0, Attrs(path, where, values)
+                    at = Attrs(
+                        path,
+                        where,
+                        values,
+                        parse_time(int(start)) if start.isdigit() else None,
+                        _nanos(span.get("endTimeUnixNano")),
+                    )
+                    yield trace, int(start) if start.isdigit() else 0, at
+
+
+def _nanos(value: Any) -> float | None:
+    """An OTLP time (nanoseconds since the epoch, as a number or its text) in seconds."""
+    text = str(value)
+    return parse_time(int(text)) if text.isdigit() else None
 
 
 def _items(path: str, where: str, value: Any) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -193,7 +210,8 @@ def _call(attrs: Attrs) -> tuple[Exchange, bool]:
     if usage is not None:
         response = replace(response or Message("assistant", (), source=attrs.where), usage=usage)
     model = str(values.get("gen_ai.response.model") or values.get("gen_ai.request.model") or "")
-    return Exchange(attrs.where, request or (), response, model), request is not None
+    exchange = Exchange(attrs.where, request or (), response, model, attrs.start, attrs.end)
+    return exchange, request is not None
 
 
 def _decoded(value: Any) -> Any:

@@ -88,3 +88,45 @@ def test_native_times_round_trip_and_a_bad_one_is_named():
     with pytest.raises(FormatError) as err:
         parse_stream("r.json", io.BytesIO(json.dumps(data).encode()))
     assert "$.runs[0].messages[0].timestamp: expected an ISO 8601 time" in str(err.value)
+
+
+def test_inspect_responses_carry_their_model_events_completion_times(corpus: Path):
+    path = corpus / "openai_chat" / "inspect_2025-05-12T20-27-36-04-00_browser.json"
+    sample = json.loads(path.read_text())["samples"][0]
+    events = [e for e in sample["events"] if e.get("event") == "model"]
+    run = parse_path(path).runs[0]
+    answered = [m.time for m in run.messages if m.role == "assistant"]
+    assert answered[0] == pytest.approx(_seconds(events[0]["completed"]), abs=1e-3)
+    first_user = next(m for m in run.messages if m.role == "user")
+    assert first_user.time == pytest.approx(_seconds(events[0]["timestamp"]), abs=1e-3)
+
+
+def test_otel_calls_take_their_spans_start_and_end():
+    span = {
+        "traceId": "t1",
+        "spanId": "s1",
+        "startTimeUnixNano": "1756860751000000000",
+        "endTimeUnixNano": "1756860753500000000",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {
+                "key": "gen_ai.input.messages",
+                "value": {
+                    "stringValue": json.dumps(
+                        [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]
+                    )
+                },
+            },
+            {
+                "key": "gen_ai.output.messages",
+                "value": {
+                    "stringValue": json.dumps(
+                        [{"role": "assistant", "parts": [{"type": "text", "content": "yo"}]}]
+                    )
+                },
+            },
+        ],
+    }
+    data = {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
+    (run,) = parse_stream("t.json", io.BytesIO(json.dumps(data).encode())).runs
+    assert [m.time for m in run.messages] == [1756860751.0, 1756860753.5]
