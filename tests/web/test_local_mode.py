@@ -93,8 +93,10 @@ def test_the_documented_production_settings_pass_check_deploy(tmp_path):
 
     from tests.conftest import ROOT
 
+    # The browser tests' DJANGO_ALLOW_ASYNC_UNSAFE is theirs, not a deployment's.
+    inherited = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
     env = {
-        **os.environ,
+        **inherited,
         "DJANGO_SETTINGS_MODULE": "webapp.settings",
         "CONTEXTSIM_HTTPS": "1",
         "SECRET_KEY": "k" * 20 + "-a-long-random-production-secret-" + "z" * 20,
