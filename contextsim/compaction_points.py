@@ -41,14 +41,11 @@ def compaction_points(
     with the session's i-th logged compaction. Requests without usage, and any beyond
     the session's compactions, are left out."""
     boundaries = sorted(b for b in session.compactions if b > 0)
-    out: list[CompactionPoint] = []
-    measured = [r for r in requests if _first_measured(r) is not None]
-    for boundary, request in zip(boundaries, measured, strict=False):
-        found = _first_measured(request)
-        assert found is not None
-        end, size = found
-        out.append(CompactionPoint(boundary, sum(request.tokens[:end]), size))
-    return tuple(out)
+    firsts = [(r, found) for r in requests if (found := _first_measured(r)) is not None]
+    return tuple(
+        CompactionPoint(boundary, sum(request.tokens[:end]), size)
+        for boundary, (request, (end, size)) in zip(boundaries, firsts, strict=False)
+    )
 
 
 def _first_measured(request: Skeleton) -> tuple[int, int] | None:

@@ -16,6 +16,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model, login
 from django.http import HttpRequest, HttpResponse
 
+from webapp import share_grants
+
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 LOOPBACK_ADDRESSES = frozenset({"127.0.0.1", "::1"})
 PROXY_HEADERS = ("HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_HOST", "HTTP_FORWARDED", "HTTP_VIA")
@@ -64,7 +66,7 @@ def no_store_middleware(
         private = (
             (user is not None and user.is_authenticated)
             or request.path.startswith(("/api/", "/s/"))
-            or bool(request.session.get("share_tokens"))
+            or bool(share_grants.held(request))
         )
         if private and not request.path.startswith("/" + settings.STATIC_URL.lstrip("/")):
             response["Cache-Control"] = "no-store"

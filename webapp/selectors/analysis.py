@@ -26,8 +26,9 @@ from contextsim.skeleton import Skeleton
 from webapp.charts.composition import composition_figure
 from webapp.charts.timeline import by_time
 from webapp.derived import skeleton_of
-from webapp.models import Message, Run
+from webapp.models import Run
 from webapp.selectors import trace
+from webapp.selectors.runs import get_message
 from webapp.viewstate import BadQuery, ViewState
 
 
@@ -161,7 +162,7 @@ def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict
             key = "new messages" if item.change == "new" else f"newly {_WORDS[item.disposition]}"
             changes[key] = changes.get(key, 0) + 1
     response = sim.skeleton.responses[step]
-    answer = trace.message_text(get_message_parts(run, response)) if response is not None else None
+    answer = trace.message_text(get_message(run, response).parts) if response is not None else None
     return {
         "step": step,
         "record": record,
@@ -192,11 +193,6 @@ PREVIEW = 4_000
 """Characters of the response shown before "show all"."""
 
 
-def get_message_parts(run: Run, index: int) -> list[dict[str, Any]]:
-    found = Message.objects.filter(run=run, index=index).values_list("parts", flat=True).first()
-    return found or []
-
-
 GROUP_FROM = 3
 """Consecutive messages left out of a request, this many or more, are shown as one
 collapsed group, not one card each."""
@@ -204,10 +200,9 @@ collapsed group, not one card each."""
 
 @dataclass(frozen=True, slots=True)
 class ItemRow:
-    """One card of the inspector's list: a single item, or a run of left-out ones
-    (`items` holds them all, `disposition` says how they were left out). `position` is
-    the first item's position in the request; `cache_line` whether the cached prefix
-    ends just before it."""
+    """One card of the inspector's list: a single item, or a run of items left out the
+    same way (`items` holds them all). `position` is the first item's position in the
+    request; `cache_line` whether the cached prefix ends just before it."""
 
     items: list[trace.InspectItem]
     position: int

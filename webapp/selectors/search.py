@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 
 from webapp.models import Message, Run, Visibility
 from webapp.selectors.trace import message_text
@@ -46,8 +48,22 @@ def search_messages(user: AbstractBaseUser | AnonymousUser, query: str) -> list[
     ids = _matching_ids(words, user.pk if user.is_authenticated else None)
     if not ids:
         return []
-    found = Message.objects.filter(pk__in=ids).select_related("run").order_by("-run_id", "index")
-    return [_hit(m, words) for m in found]
+    # The step that shows a message: how many replies came before it (one subquery).
+    replies = (
+        Message.objects.filter(
+            run_id=OuterRef("run_id"), role="assistant", index__lt=OuterRef("index")
+        )
+        .values("run_id")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    found = (
+        Message.objects.filter(pk__in=ids)
+        .annotate(step=Coalesce(Subquery(replies), 0))
+        .select_related("run")
+        .order_by("-run_id", "index")
+    )
+    return [MessageHit(m.run, m.index, m.step, _snippet(m, words)) for m in found]
 
 
 def _matching_ids(words: list[str], owner: int | None) -> list[int]:
@@ -73,13 +89,6 @@ def _matching_ids(words: list[str], owner: int | None) -> list[int]:
     with connection.cursor() as cursor:
         cursor.execute(sql, args)
         return [row[0] for row in cursor.fetchall()]
-
-
-def _hit(message: Message, words: list[str]) -> MessageHit:
-    before = Message.objects.filter(
-        run_id=message.run_id, role="assistant", index__lt=message.index
-    )
-    return MessageHit(message.run, message.index, before.count(), _snippet(message, words))
 
 
 def _snippet(message: Message, words: list[str]) -> str:

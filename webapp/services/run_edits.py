@@ -52,7 +52,7 @@ def edit_run(run: Run, title: str, notes: str, tags: str) -> Run:
     run.save(update_fields=["title", "notes"])
     chosen = [Tag.objects.get_or_create(owner_id=run.owner_id, name=n)[0] for n in names]
     run.tags.set(chosen)
-    Tag.objects.filter(owner_id=run.owner_id, runs=None).delete()  # no tag left unused
+    _drop_unused_tags(run.owner_id)
     return run
 
 
@@ -74,4 +74,9 @@ def delete_run(run: Run) -> None:
     run.delete()
     if collection_id is not None:
         Collection.objects.filter(pk=collection_id, runs=None).delete()
+    _drop_unused_tags(owner_id)
+
+
+def _drop_unused_tags(owner_id: int | None) -> None:
+    """No tag is left that tags nothing (the tag filter lists only live ones)."""
     Tag.objects.filter(owner_id=owner_id, runs=None).delete()

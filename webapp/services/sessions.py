@@ -48,5 +48,3 @@ def _join(owner: AbstractBaseUser | None, root: str) -> None:
     Run.objects.filter(pk__in=[r.pk for r in members]).exclude(collection=collection).update(
         collection=collection
     )
-    for r in members:
-        r.collection = collection

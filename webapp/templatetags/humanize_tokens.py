@@ -9,6 +9,8 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from contextsim.prices import model_facts
+
 register = template.Library()
 
 
@@ -92,8 +94,6 @@ def percent_plain(value: float | None) -> str:
 def window(run: Any) -> int | None:
     """The run's context window (tokens): the one its log states, else its model's
     (genai-prices), else None."""
-    from contextsim.prices import model_facts
-
     if run.context_window:
         return int(run.context_window)
     facts = model_facts(run.model)
