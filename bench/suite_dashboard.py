@@ -57,7 +57,7 @@ def _setup(data_dir: str) -> str:
     start_django(data_dir)
     from contextsim.formats import ParsedFile
     from webapp.models import Visibility
-    from webapp.services.imports import save_parsed
+    from webapp.services.saving import save_parsed
 
     started = time.perf_counter()
     run = long_run(STEPS)

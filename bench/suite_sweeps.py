@@ -33,7 +33,7 @@ def _setup(data_dir: str) -> tuple[list[str], str]:
     from contextsim.demo import demo_runs
     from contextsim.formats import ParsedFile
     from webapp.models import Visibility
-    from webapp.services.imports import save_parsed
+    from webapp.services.saving import save_parsed
 
     started = time.perf_counter()
     fleet = save_parsed(

@@ -7,6 +7,7 @@ import secrets
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 def new_public_id() -> str:
@@ -77,6 +78,22 @@ class ImportJob(models.Model):
     again (its runs are linked instead) unless the person asked for it."""
     again = models.BooleanField(default=False)
     """Import even though the same file was imported before (the person asked)."""
+    worker = models.CharField(max_length=200, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    """Times a worker has taken it (webapp.services.jobs)."""
+    lease_until = models.DateTimeField(null=True, blank=True)
+    """While running: the worker holding it renews this; past it, the worker is lost."""
+    sent = models.DateTimeField(default=timezone.now)
+    """When its task was last given to the broker."""
+
+    @property
+    def retrying(self) -> str:
+        """ "attempt 2 of 3" while on a second or later attempt (a worker was lost), else
+        empty."""
+        attempt = self.attempts + (self.status == self.Status.QUEUED)
+        if self.status not in (self.Status.QUEUED, self.Status.RUNNING) or attempt < 2:
+            return ""
+        return f"attempt {attempt} of {settings.JOB_ATTEMPTS}"
 
 
 class Run(models.Model):
@@ -277,11 +294,27 @@ class SweepCell(models.Model):
     error = models.TextField(blank=True)
     worker = models.CharField(max_length=200, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    """Times a worker has taken it (webapp.services.jobs)."""
+    lease_until = models.DateTimeField(null=True, blank=True)
+    """While running: the worker holding it renews this; past it, the worker is lost."""
+    sent = models.DateTimeField(default=timezone.now)
+    """When its task was last given to the broker."""
+
+    @property
+    def retrying(self) -> str:
+        """ "attempt 2 of 3" while on a second or later attempt (a worker was lost), else
+        empty."""
+        attempt = self.attempts + (self.status == self.Status.QUEUED)
+        if self.status not in (self.Status.QUEUED, self.Status.RUNNING) or attempt < 2:
+            return ""
+        return f"attempt {attempt} of {settings.JOB_ATTEMPTS}"
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["sweep", "run", "config"], name="cell_unique")
         ]
+        indexes = [models.Index(fields=["status", "lease_until"], name="cell_lease")]
 
 
 def new_share_token() -> str:

@@ -15,6 +15,10 @@ CONTEXTSIM_HTTPS   1 behind TLS: trusts X-Forwarded-Proto, Secure cookies, HSTS,
                    redirect (each also alone: CONTEXTSIM_BEHIND_PROXY, _SECURE_COOKIES,
                    _SSL_REDIRECT, _HSTS_SECONDS, _HSTS_SUBDOMAINS, _HSTS_PRELOAD)
 CSRF_TRUSTED_ORIGINS  comma separated, e.g. https://contextsim.example.org
+CONTEXTSIM_JOB_LEASE  seconds a worker's hold on a job lasts unrenewed (default 60): a
+                   job whose worker died is taken up again this long after
+CONTEXTSIM_SQLITE_TIMEOUT  seconds a write waits for another to end (default 30)
+CONTEXTSIM_JOB_ATTEMPTS  times a job is tried before it fails as "worker lost" (3)
 """
 
 from __future__ import annotations
@@ -154,7 +158,7 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # WAL lets the web server read while a worker imports; the timeout rides out
     # short write locks instead of failing with "database is locked".
     DATABASES["default"]["OPTIONS"] = {
-        "timeout": 30,
+        "timeout": float(os.environ.get("CONTEXTSIM_SQLITE_TIMEOUT", "30")),
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         "transaction_mode": "IMMEDIATE",
     }
@@ -230,6 +234,9 @@ LOCAL_USER_EXPLICIT = bool(LOCAL_USER)
 """Configured by the operator: every request is the local user (webapp.middleware).
 Implied by `serve` on loopback: only plainly local requests are."""
 
+JOB_LEASE_SECONDS = max(2, int(os.environ.get("CONTEXTSIM_JOB_LEASE", "60")))
+JOB_ATTEMPTS = max(1, int(os.environ.get("CONTEXTSIM_JOB_ATTEMPTS", "3")))
+
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):
@@ -248,6 +255,14 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     }
     # The file-system transport has no fan-out, which remote control needs.
     CELERY_WORKER_ENABLE_REMOTE_CONTROL = False
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # Redis gives an unacknowledged task back after this long: as long as a job's
+    # lease, so a lost worker's prefetched tasks return as soon as its jobs would.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": JOB_LEASE_SECONDS}
+CELERY_BEAT_SCHEDULE = {
+    "reap-jobs": {"task": "webapp.tasks.reap_jobs", "schedule": JOB_LEASE_SECONDS / 2},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True

@@ -4,11 +4,16 @@ functions that queue them, called by the views and commands once their work is s
 
 from __future__ import annotations
 
-from celery import shared_task
+import logging
+
+from celery import current_app, shared_task
+from celery.signals import worker_ready
 from django.db import transaction
 
 from webapp.models import Sweep, SweepCell
-from webapp.services import imports, sweeps
+from webapp.services import imports, jobs, sweeps
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task
@@ -30,3 +35,34 @@ def queue_sweep(sweep: Sweep) -> None:
         .values_list("pk", flat=True)
     )
     transaction.on_commit(lambda: [run_sweep_cell.delay(cell_id) for cell_id in ids])
+
+
+@shared_task
+def reap_jobs() -> None:
+    """Send again the jobs whose worker or task was lost (webapp.services.jobs.reap);
+    run every half lease by celery beat (`serve` runs it inside its worker)."""
+    found = jobs.reap(queue_empty=_queue_empty())
+    for job_id in found.imports:
+        import_upload.delay(job_id)
+    for cell_id in found.cells:
+        run_sweep_cell.delay(cell_id)
+
+
+def _queue_empty() -> bool:
+    """Whether the broker holds no task waiting for a worker (False when it cannot tell:
+    then nothing queued is sent twice)."""
+    try:
+        with current_app.connection_for_read() as conn:
+            queue = current_app.conf.task_default_queue
+            _, waiting, _ = conn.default_channel.queue_declare(queue=queue, passive=True)
+    except Exception:
+        logger.warning("could not read the broker's queue length", exc_info=True)
+        return False
+    return int(waiting) == 0
+
+
+@worker_ready.connect
+def _reap_at_start(**_: object) -> None:
+    # A worker started after a crash takes up what the lost one left at once,
+    # rather than at the next beat.
+    reap_jobs.delay()

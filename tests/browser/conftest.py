@@ -80,7 +80,7 @@ def fleet(page):  # type: ignore[no-untyped-def]
     from contextsim.formats import ParsedFile
     from webapp.celery import app
     from webapp.models import Visibility
-    from webapp.services.imports import save_parsed
+    from webapp.services.saving import save_parsed
 
     # No worker process here: tasks run in the request that queues them.
     previous = app.conf.task_always_eager

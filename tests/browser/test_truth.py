@@ -19,7 +19,7 @@ def compacted(page, corpus):  # type: ignore[no-untyped-def]
 
     from contextsim.formats import parse_path
     from webapp.models import Visibility
-    from webapp.services.imports import save_parsed
+    from webapp.services.saving import save_parsed
 
     owner, _ = User.objects.get_or_create(username="local")
     parsed = parse_path(str(corpus / SESSION))

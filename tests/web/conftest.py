@@ -9,7 +9,7 @@ from django.test import Client
 from contextsim.demo import demo_runs
 from contextsim.formats import ParsedFile
 from webapp.models import Run, Visibility
-from webapp.services.imports import save_parsed
+from webapp.services.saving import save_parsed
 
 
 @pytest.fixture(autouse=True)

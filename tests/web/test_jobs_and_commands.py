@@ -152,6 +152,22 @@ def test_serve_migrates_starts_a_worker_and_serves_the_dashboard(tmp_path: Path)
             text=True,
         )
         assert children.stdout.strip(), "serve started no Celery worker"
+        # A worker that dies (killed for its memory, say) is started again.
+        main = ["pgrep", "-f", "celery -A webapp worker", "-P", str(server.pid)]
+        first = int(subprocess.run(main, capture_output=True, text=True).stdout.split()[0])
+        os.kill(first, 9)
+        again = ""
+        for _ in range(60):
+            found = subprocess.run(
+                main,
+                capture_output=True,
+                text=True,
+            )
+            again = " ".join(p for p in found.stdout.split() if int(p) != first)
+            if again:
+                break
+            time.sleep(0.5)
+        assert again, "serve did not start its worker again"
         # Stopped with SIGTERM (as `kill` or a service manager does), serve stops its
         # worker too: nothing is left polling the broker.
         server.terminate()

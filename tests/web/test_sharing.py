@@ -132,7 +132,7 @@ def test_a_run_shared_alone_shows_nothing_of_its_collection(alice, alice_client)
     from contextsim.demo import demo_runs
     from contextsim.formats import ParsedFile
     from webapp.models import Visibility
-    from webapp.services.imports import save_parsed
+    from webapp.services.saving import save_parsed
 
     runs = save_parsed(
         ParsedFile("demo", demo_runs("subagents", chapter_chars=2_000)[:3]),

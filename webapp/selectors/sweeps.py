@@ -135,6 +135,8 @@ class Progress:
     total: int
     stalled: bool
     """No worker has taken any cell yet, STALLED_AFTER since the sweep started."""
+    retrying: int = 0
+    """Open cells on a second or later attempt: a worker working on them was lost."""
 
     @property
     def finished(self) -> bool:
@@ -149,7 +151,12 @@ def sweep_progress(sweep: Sweep) -> Progress:
         done=Count("pk", filter=Q(status=status.DONE)),
         failed=Count("pk", filter=Q(status=status.FAILED)),
         queued=Count("pk", filter=Q(status=status.QUEUED)),
+        retrying=Count(
+            "pk",
+            filter=Q(status=status.QUEUED, attempts__gte=1)
+            | Q(status=status.RUNNING, attempts__gte=2),
+        ),
     )
     idle = found["queued"] == found["total"] > 0
     stalled = idle and timezone.now() - sweep.created > STALLED_AFTER
-    return Progress(found["done"], found["failed"], found["total"], stalled)
+    return Progress(found["done"], found["failed"], found["total"], stalled, found["retrying"])

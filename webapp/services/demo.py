@@ -7,7 +7,7 @@ from django.db import transaction
 from contextsim.demo import all_demo_runs
 from contextsim.formats import ParsedFile
 from webapp.models import Run, Visibility
-from webapp.services.imports import save_parsed
+from webapp.services.saving import save_parsed
 
 
 def demo_loaded() -> bool:

@@ -1,14 +1,12 @@
-"""Importing logs: keep the raw upload, parse it with the core, and save its runs and
-messages (with token counts for every estimator) in one transaction."""
+"""Importing logs: keep the raw upload, then, as a job (webapp.services.jobs), parse it
+with the core and save its runs (webapp.services.saving)."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
 import zipfile
-from collections.abc import Sequence
-from datetime import UTC, datetime
-from typing import IO, Any
+from typing import IO
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -17,14 +15,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from contextsim import model as core
-from contextsim import skeleton
-from contextsim.estimators import ESTIMATORS, Estimator, content_key, count_message
 from contextsim.formats import FormatError, ParsedFile, parse_stream
-from contextsim.formats.native import part_to_dict
-from webapp.models import ImportJob, Message, Run, RunSkeleton, Upload, Visibility
-from webapp.services.sessions import join_sessions
+from webapp.models import ImportJob, Upload
+from webapp.services import jobs, saving
 
-BATCH = 500
 logger = logging.getLogger(__name__)
 
 
@@ -52,37 +46,66 @@ def store_upload(
 
 
 def run_import(job_id: int) -> ImportJob:
-    """Parse the job's upload and save its runs; on bad input save none of them and
-    record the error on the job. Returns the finished job."""
-    job = ImportJob.objects.select_related("upload").get(pk=job_id)
-    job.status = ImportJob.Status.RUNNING
-    job.save(update_fields=["status"])
+    """Take the job (webapp.services.jobs), parse its upload and save its runs; on bad
+    input save none of them and record the error on the job. The runs are written in
+    the same transaction as the job's "done", so a job taken up again after its worker
+    was lost saves them once. A job not queued (done, or held by a live worker) is left
+    as it is. Returns the job."""
+    attempt = jobs.claim(ImportJob, job_id)
+    if attempt is not None:
+        with jobs.holding(ImportJob, job_id, attempt):
+            _import(ImportJob.objects.select_related("upload").get(pk=job_id), attempt)
+    return ImportJob.objects.select_related("upload", "duplicate_of").get(pk=job_id)
+
+
+def _import(job: ImportJob, attempt: int) -> None:
     upload = job.upload
     earlier = None if job.again else _imported_before(upload)
     if earlier is not None:
         # The same bytes again: link to what they gave, import nothing twice.
-        job.status, job.duplicate_of = ImportJob.Status.DONE, earlier
-        job.format, job.finished = earlier.job.format, timezone.now()
-        job.save()
-        return job
+        jobs.finish(
+            ImportJob,
+            job.pk,
+            attempt,
+            status=ImportJob.Status.DONE,
+            duplicate_of=earlier,
+            format=earlier.job.format,
+        )
+        return
     try:
         parsed = _parse_upload(upload)
         if not parsed.runs:
             raise FormatError(upload.original_name, "", "the file holds no conversation")
-        save_parsed(parsed, owner=upload.owner, upload=upload)
+        prepared = [saving.prepare(run) for run in parsed.runs]
+        with transaction.atomic():
+            jobs.finish(
+                ImportJob,
+                job.pk,
+                attempt,
+                status=ImportJob.Status.DONE,
+                format=parsed.format[:30],
+                warnings=list(parsed.warnings),
+            )
+            saving.write_all(prepared, owner=upload.owner, upload=upload)
+    except jobs.LeaseLost:
+        logger.warning("import job %s: another attempt took it over; nothing saved", job.pk)
     except FormatError as exc:
-        job.status, job.error = ImportJob.Status.FAILED, str(exc)
+        _fail(job.pk, attempt, str(exc))
     except Exception:
         # Never leave a job "running" forever: say it failed, keep the details in the log.
         logger.exception("import of upload %s failed", upload.pk)
-        job.status = ImportJob.Status.FAILED
-        job.error = f"{upload.original_name}: internal error while importing (see the server log)"
-    else:
-        job.status, job.format = ImportJob.Status.DONE, parsed.format[:30]
-        job.warnings = list(parsed.warnings)
-    job.finished = timezone.now()
-    job.save()
-    return job
+        _fail(
+            job.pk,
+            attempt,
+            f"{upload.original_name}: internal error while importing (see the server log)",
+        )
+
+
+def _fail(job_id: int, attempt: int, error: str) -> None:
+    try:
+        jobs.finish(ImportJob, job_id, attempt, status=ImportJob.Status.FAILED, error=error)
+    except jobs.LeaseLost:
+        logger.warning("import job %s: another attempt took it over", job_id)
 
 
 def _imported_before(upload: Upload) -> Upload | None:
@@ -104,7 +127,8 @@ def import_again(job: ImportJob) -> ImportJob:
     asked); the caller runs or queues it."""
     job.again, job.duplicate_of = True, None
     job.status, job.finished = ImportJob.Status.QUEUED, None
-    job.save(update_fields=["again", "duplicate_of", "status", "finished"])
+    job.attempts, job.sent = 0, timezone.now()
+    job.save(update_fields=["again", "duplicate_of", "status", "finished", "attempts", "sent"])
     return job
 
 
@@ -160,128 +184,3 @@ def _is_log(path: str) -> bool:
     base = path.rsplit("/", 1)[-1]
     hidden = base.startswith(".") or path.startswith("__MACOSX/")
     return not hidden and base.lower().endswith(LOG_SUFFIXES)
-
-
-@transaction.atomic
-def save_parsed(
-    parsed: ParsedFile,
-    *,
-    owner: AbstractBaseUser | None,
-    upload: Upload | None = None,
-    visibility: str = Visibility.PRIVATE,
-    demo_key: str = "",
-    estimators: Sequence[str] | None = None,
-) -> list[Run]:
-    """Save every run of `parsed`, a main session and its subagents in one collection
-    with the owner's runs of the same session stored before (services.sessions). All or
-    nothing. `estimators` limits the counting (default: all)."""
-    saved = [
-        save_run(
-            run,
-            owner=owner,
-            upload=upload,
-            visibility=visibility,
-            demo_key=demo_key,
-            estimators=estimators,
-        )
-        for run in parsed.runs
-    ]
-    join_sessions(owner, saved)
-    for run in saved:
-        run.refresh_from_db(fields=["collection"])
-    return saved
-
-
-def save_run(
-    run: core.Run,
-    *,
-    owner: AbstractBaseUser | None,
-    upload: Upload | None = None,
-    visibility: str = Visibility.PRIVATE,
-    demo_key: str = "",
-    estimators: Sequence[str] | None = None,
-) -> Run:
-    """Save one core run and its messages, counting each message's tokens once per
-    estimator (all registered ones unless `estimators` names some)."""
-    chosen = {n: ESTIMATORS[n] for n in (estimators or ESTIMATORS)}
-    measured = [m.usage.context for m in run.messages if m.usage is not None]
-    stored = Run.objects.create(
-        owner=owner,
-        upload=upload,
-        visibility=visibility,
-        demo_key=demo_key,
-        title=_storable(run.title[:300]) or "untitled run",
-        format=run.format,
-        model=run.model[:120],
-        session_id=run.session_id[:200],
-        parent_session_id=run.parent_session_id[:200],
-        subagent=run.subagent,
-        compactions=[
-            {"before_message": c.before_message, "pre_tokens": c.pre_tokens, "trigger": c.trigger}
-            for c in run.compactions
-        ],
-        context_window=run.context_window,
-        harness_version=run.harness_version[:40],
-        compaction_request=run.compaction_request,
-        elisions=[
-            {"message": e.message, "from_step": e.from_step, "text": _storable(e.text)}
-            for e in run.elisions
-        ],
-        message_count=len(run.messages),
-        request_count=core.request_count(run),
-        requests_with_usage=len(measured),
-        peak_measured_context=max(measured) if measured else None,
-        tool_call_count=sum(len(m.tool_calls) for m in run.messages),
-    )
-    batch: list[Message] = []
-    for index, message in enumerate(run.messages):
-        batch.append(message_row(stored, index, message, chosen))
-        if len(batch) >= BATCH:
-            Message.objects.bulk_create(batch)
-            batch = []
-    Message.objects.bulk_create(batch)
-    RunSkeleton.objects.bulk_create(
-        RunSkeleton(
-            run=stored, estimator=name, data=_storable(skeleton.to_dict(skeleton.build(run, est)))
-        )
-        for name, est in chosen.items()
-    )
-    return stored
-
-
-def message_row(
-    run: Run, index: int, message: core.Message, estimators: dict[str, Estimator]
-) -> Message:
-    usage = message.usage
-    return Message(
-        run=run,
-        index=index,
-        role=message.role,
-        kind=message.kind,
-        parts=[_storable(part_to_dict(p)) for p in message.parts],
-        compact_summary=message.compact_summary,
-        tool_names=", ".join(c.name for c in message.tool_calls)[:500],
-        content_hash=content_key(message),
-        counts={name: count_message(message, est) for name, est in estimators.items()},
-        usage_input=usage.input_tokens if usage else None,
-        usage_cache_read=usage.cache_read if usage else None,
-        usage_cache_write=usage.cache_write if usage else None,
-        usage_output=usage.output_tokens if usage else None,
-        source=message.source[:200],
-        timestamp=(
-            datetime.fromtimestamp(message.time, tz=UTC) if message.time is not None else None
-        ),
-    )
-
-
-def _storable(value: Any) -> Any:
-    """`value` with NUL characters replaced by U+FFFD: PostgreSQL cannot store NUL in
-    text or JSON, and logs of binary tool output do contain it. Counts are taken from
-    the original text."""
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, dict):
-        return {k: _storable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_storable(v) for v in value]
-    return value

@@ -18,7 +18,7 @@ from contextsim import model as core
 from contextsim.estimators import ESTIMATORS, content_key
 from contextsim.formats import ParsedFile, parse_path
 from webapp.models import AppendReceipt, EstimatorReport, Message, Run, RunSkeleton, Visibility
-from webapp.services.imports import message_row, save_run
+from webapp.services.saving import message_row, save_run
 from webapp.services.sessions import join_sessions
 
 
@@ -56,7 +56,6 @@ class StaleAppend(ValueError):
         self.revision, self.messages = revision, messages
 
 
-@transaction.atomic
 def append_once(
     run: Run,
     messages: Sequence[core.Message],
@@ -69,22 +68,35 @@ def append_once(
     already: then its answer is returned and nothing changes. A replacing append (a
     `start`) must say the revision it was made against (`if_revision`); a stale one
     raises StaleAppend and changes nothing. Returns the answer, kept with the key."""
-    locked = Run.objects.select_for_update().get(pk=run.pk)
-    if key:
-        found = AppendReceipt.objects.filter(run=locked, key=key).first()
-        if found is not None:
-            kept: dict[str, Any] = found.answer
-            return kept
-    if if_revision is not None and if_revision != locked.revision:
-        raise StaleAppend(locked.revision, locked.message_count)
-    updated = append_messages(locked, messages, start)
-    body = answer(updated)
-    if key:
-        AppendReceipt.objects.create(run=locked, key=key, answer=body)
-    return body
+    rows = _rows(messages)  # counted before the write lock is taken
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if key:
+            found = AppendReceipt.objects.filter(run=locked, key=key).first()
+            if found is not None:
+                kept: dict[str, Any] = found.answer
+                return kept
+        if if_revision is not None and if_revision != locked.revision:
+            raise StaleAppend(locked.revision, locked.message_count)
+        updated = append_messages(locked, messages, start, rows)
+        body = answer(updated)
+        if key:
+            AppendReceipt.objects.create(run=locked, key=key, answer=body)
+        return body
 
 
-def append_messages(run: Run, messages: Sequence[core.Message], start: int | None = None) -> Run:
+def _rows(messages: Sequence[core.Message]) -> list[Message]:
+    """The unsaved rows of `messages`, counted by every estimator; their run and index
+    are set when written."""
+    return [message_row(None, 0, m, ESTIMATORS) for m in messages]
+
+
+def append_messages(
+    run: Run,
+    messages: Sequence[core.Message],
+    start: int | None = None,
+    rows: list[Message] | None = None,
+) -> Run:
     """Store `messages` from position `start` on (default: after the last one),
     replacing any stored message from there: all or nothing. Counts every new message
     by every estimator; skeletons are rebuilt when next needed. Returns the run, updated.
@@ -99,9 +111,10 @@ def append_messages(run: Run, messages: Sequence[core.Message], start: int | Non
         removed = Message.objects.filter(run=locked, index__gte=start)
         dropped_calls = sum(_calls(parts) for parts in removed.values_list("parts", flat=True))
         removed.delete()
-        Message.objects.bulk_create(
-            message_row(locked, start + i, m, ESTIMATORS) for i, m in enumerate(messages)
-        )
+        rows = _rows(messages) if rows is None else rows
+        for i, row in enumerate(rows):
+            row.run, row.index = locked, start + i
+        Message.objects.bulk_create(rows)
         RunSkeleton.objects.filter(run=locked).delete()
         EstimatorReport.objects.filter(run=locked).delete()  # it read the old text
         figures = _figures(locked)

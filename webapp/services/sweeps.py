@@ -4,9 +4,8 @@ fans them out to the workers), and compute a cell (what a worker does)."""
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from collections.abc import Sequence
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -19,6 +18,7 @@ from contextsim.sweep import Config, outcome
 from webapp.derived import skeleton_of
 from webapp.models import Run, Sweep, SweepCell
 from webapp.selectors.estimators import estimators_for
+from webapp.services import jobs
 
 OPEN = (SweepCell.Status.QUEUED, SweepCell.Status.RUNNING)
 logger = logging.getLogger(__name__)
@@ -73,14 +73,27 @@ def _title(runs: Sequence[Run], configs: Sequence[Config]) -> str:
 
 
 def run_cell(cell_id: int) -> None:
-    """Simulate one cell and store its outcome, or its error; a cell already done (a
-    task delivered twice) is left as it is. Marks the sweep finished after its last
-    cell."""
-    cell = SweepCell.objects.select_related("sweep__owner", "run").get(pk=cell_id)
-    if cell.status in (SweepCell.Status.DONE, SweepCell.Status.FAILED):
+    """Take the cell (webapp.services.jobs), simulate it and store its outcome, or its
+    error; a cell not queued (done, or held by a live worker: a task delivered twice)
+    is left as it is. Marks the sweep finished after its last cell."""
+    attempt = jobs.claim(SweepCell, cell_id)
+    if attempt is None:
         return
-    worker = f"{socket.gethostname()}:{os.getpid()}"
-    SweepCell.objects.filter(pk=cell.pk).update(status=SweepCell.Status.RUNNING, worker=worker)
+    cell = SweepCell.objects.select_related("sweep__owner", "run").get(pk=cell_id)
+    with jobs.holding(SweepCell, cell_id, attempt):
+        fields = _compute(cell)
+    try:
+        jobs.finish(SweepCell, cell_id, attempt, **fields)
+    except jobs.LeaseLost:
+        logger.warning("sweep cell %s: another attempt took it over", cell_id)
+        return
+    sweep = cell.sweep
+    if not sweep.cells.filter(status__in=OPEN).exists():
+        Sweep.objects.filter(pk=sweep.pk, finished__isnull=True).update(finished=timezone.now())
+
+
+def _compute(cell: SweepCell) -> dict[str, Any]:
+    """The cell's final fields: its outcome, or why it failed."""
     sweep = cell.sweep
     try:
         config = Config.from_dict(sweep.configs[cell.config])
@@ -96,14 +109,11 @@ def run_cell(cell_id: int) -> None:
             hard_limit=sweep.hard_limit,
             count=counter.count,
         )
-        fields = {"status": SweepCell.Status.DONE, "outcome": outcome(sim, detect(sim)).to_dict()}
+        return {"status": SweepCell.Status.DONE, "outcome": outcome(sim, detect(sim)).to_dict()}
     except ValueError as exc:
-        fields = {"status": SweepCell.Status.FAILED, "error": str(exc)}
+        return {"status": SweepCell.Status.FAILED, "error": str(exc)}
     except Exception as exc:
         # Whatever else went wrong, the cell must not stay "running": the sweep would
         # never finish. The details go to the log.
-        logger.exception("sweep cell %s failed", cell_id)
-        fields = {"status": SweepCell.Status.FAILED, "error": f"internal error: {exc}"}
-    SweepCell.objects.filter(pk=cell.pk).update(finished=timezone.now(), **fields)
-    if not sweep.cells.filter(status__in=OPEN).exists():
-        Sweep.objects.filter(pk=sweep.pk, finished__isnull=True).update(finished=timezone.now())
+        logger.exception("sweep cell %s failed", cell.pk)
+        return {"status": SweepCell.Status.FAILED, "error": f"internal error: {exc}"}

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contextsim.formats import IMPORTERS
+from webapp import tasks
 from webapp.models import ImportJob, Visibility
 from webapp.services import imports
 
@@ -29,6 +30,11 @@ class Command(BaseCommand):
             action="store_true",
             help="import a file even if the same bytes were imported before",
         )
+        parser.add_argument(
+            "--queue",
+            action="store_true",
+            help="leave the import to a worker (a large file): print the job and return",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         username = options["owner"] or settings.LOCAL_USER or "local"
@@ -44,6 +50,10 @@ class Command(BaseCommand):
                 job = imports.store_upload(owner, path.name, stream, options["format"] or "")
             if options["again"]:
                 job = imports.import_again(job)
+            if options["queue"]:
+                tasks.import_upload.delay(job.pk)
+                self.stdout.write(f"{name}: queued as job {job.public_id}")
+                continue
             job = imports.run_import(job.pk)
             if job.status != ImportJob.Status.DONE:
                 self.stderr.write(f"error: {job.error}")

@@ -12,6 +12,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -48,7 +50,7 @@ class Command(BaseCommand):
             # public host allowed, people sign in instead.
             settings.LOCAL_USER = "local"
         self.stdout.write(_mode_line(public))
-        worker = None if options["no_worker"] else self._start_worker()
+        worker = None if options["no_worker"] else Worker(self.stdout.write)
         url = f"http://{options['host']}:{options['port']}/"
         # Everything loaded so far lives as long as the server: keep it out of the
         # collector's full scans, which otherwise show up as latency spikes.
@@ -74,10 +76,22 @@ class Command(BaseCommand):
         finally:
             server.close()  # free the port at once, not after the worker has stopped
             if worker is not None:
-                worker.terminate()
-                worker.wait(timeout=20)
+                worker.stop()
 
-    def _start_worker(self) -> subprocess.Popen[bytes]:
+
+class Worker:
+    """The Celery worker `serve` runs beside the web server, with celery beat inside it
+    (the job reaper, webapp.services.jobs). Started again if it dies (killed for its
+    memory, say): the jobs it held are taken up again once their leases run out."""
+
+    def __init__(self, say: Callable[[str], object]) -> None:
+        self.say = say
+        self.stopping = threading.Event()
+        self.process = self._start()
+        self.keeper = threading.Thread(target=self._keep, name="worker-keeper", daemon=True)
+        self.keeper.start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
         command = [
             sys.executable,
             "-m",
@@ -85,17 +99,36 @@ class Command(BaseCommand):
             "-A",
             "webapp",
             "worker",
+            "--beat",
+            f"--schedule={settings.CELERY_BEAT_SCHEDULE_FILENAME}",
             "--loglevel=WARNING",
             "--concurrency=2",
             "--without-gossip",
             "--without-mingle",
         ]
-        self.stdout.write(
-            f"Starting a Celery worker on {settings.CELERY_BROKER_URL.split('://')[0]}://"
-        )
+        self.say(f"Starting a Celery worker on {settings.CELERY_BROKER_URL.split('://')[0]}://")
         return subprocess.Popen(
             command, env={**os.environ, "CONTEXTSIM_LOCAL_USER": settings.LOCAL_USER}
         )
+
+    def _keep(self) -> None:
+        while not self.stopping.wait(1.0):
+            code = self.process.poll()
+            if code is not None and not self.stopping.is_set():
+                self.say(f"The worker stopped (exit code {code}); starting it again")
+                # Not in a tight loop if it cannot start at all.
+                if self.stopping.wait(2.0):
+                    return
+                self.process = self._start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.keeper.join(timeout=5)
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
 
 
 def public_hosts(allowed: list[str]) -> list[str]:

@@ -1,0 +1,157 @@
+"""Jobs that survive a lost worker (webapp.services.jobs): a job is taken once, its
+result is written only while its lease is its own, and the reaper gives back jobs whose
+worker or task was lost, up to the attempts allowed, then fails them as "worker lost".
+The worker processes themselves, killed for real, are in test_worker_crash.py."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from contextsim.sweep import Config
+from tests.web.test_import_service import NATIVE
+from webapp import tasks
+from webapp.models import ImportJob, Run, Sweep, SweepCell
+from webapp.services import imports, jobs, sweeps
+from webapp.services.sweeps import create_sweep
+
+pytestmark = pytest.mark.django_db
+
+
+def _job(alice, body: bytes = b"") -> ImportJob:
+    from io import BytesIO
+
+    return imports.store_upload(alice, "log.json", BytesIO(body or json.dumps(NATIVE).encode()))
+
+
+def _later(seconds: float):
+    return timezone.now() + timedelta(seconds=seconds)
+
+
+def _sweep(alice, fleet) -> Sweep:
+    return create_sweep(
+        alice, fleet[:2], [Config("turns", 30_000, ())], estimator="chars4", hard_limit=40_000
+    )
+
+
+def test_a_job_is_taken_once_and_each_taking_counts_an_attempt(alice):
+    job = _job(alice)
+    assert jobs.claim(ImportJob, job.pk) == 1
+    assert jobs.claim(ImportJob, job.pk) is None  # held: a second delivery does nothing
+    job.refresh_from_db()
+    assert job.status == "running" and job.attempts == 1 and job.lease_until > timezone.now()
+    assert job.worker
+
+
+def test_a_result_is_not_written_once_another_attempt_holds_the_job(alice, settings):
+    job = _job(alice)
+    first = jobs.claim(ImportJob, job.pk)
+    assert first == 1
+    found = jobs.reap(queue_empty=False, now=_later(settings.JOB_LEASE_SECONDS + 1))
+    assert found.imports == [job.pk]
+    assert jobs.claim(ImportJob, job.pk) == 2
+    with pytest.raises(jobs.LeaseLost):
+        jobs.finish(ImportJob, job.pk, first, status=ImportJob.Status.DONE)
+    jobs.finish(ImportJob, job.pk, 2, status=ImportJob.Status.DONE)
+    job.refresh_from_db()
+    assert job.status == "done" and job.lease_until is None and job.finished is not None
+
+
+def test_an_import_taken_up_again_after_its_worker_was_lost_saves_its_runs_once(alice, settings):
+    job = _job(alice)
+    jobs.claim(ImportJob, job.pk)  # a worker took it, then died
+    assert imports.run_import(job.pk).status == "running"  # a redelivery leaves it held
+    assert not Run.objects.exists()
+    found = jobs.reap(queue_empty=False, now=_later(settings.JOB_LEASE_SECONDS + 1))
+    assert found.imports == [job.pk]
+    done = imports.run_import(job.pk)
+    assert done.status == "done" and done.attempts == 2
+    runs = Run.objects.filter(upload=job.upload).count()
+    assert runs == len(NATIVE["runs"])
+    assert imports.run_import(job.pk).status == "done"  # delivered once more: nothing
+    assert Run.objects.filter(upload=job.upload).count() == runs
+
+
+def test_a_job_whose_worker_keeps_dying_fails_as_worker_lost(alice, settings):
+    settings.JOB_ATTEMPTS = 2
+    job = _job(alice)
+    for attempt in (1, 2):
+        assert jobs.claim(ImportJob, job.pk) == attempt
+        found = jobs.reap(queue_empty=False, now=_later(settings.JOB_LEASE_SECONDS + 1))
+    assert found.failed == 1 and found.imports == []
+    job.refresh_from_db()
+    assert job.status == "failed" and job.error.startswith("worker lost")
+    assert "2 times" in job.error and job.finished is not None
+
+
+def test_a_live_lease_is_left_alone(alice, settings):
+    job = _job(alice)
+    jobs.claim(ImportJob, job.pk)
+    found = jobs.reap(queue_empty=True, now=_later(settings.JOB_LEASE_SECONDS - 1))
+    assert found.imports == [] and found.failed == 0
+    assert ImportJob.objects.get(pk=job.pk).status == "running"
+
+
+def test_queued_jobs_are_sent_again_only_when_the_broker_queue_is_empty(alice, settings):
+    job = _job(alice)
+    later = _later(settings.JOB_LEASE_SECONDS + 1)
+    # Tasks still wait in the broker: the job's may be among them.
+    assert jobs.reap(queue_empty=False, now=later).imports == []
+    # None wait, yet the job was never taken: its task was lost with a worker.
+    assert jobs.reap(queue_empty=True, now=later).imports == [job.pk]
+    # Sent again just now: not again at once.
+    assert jobs.reap(queue_empty=True, now=later + timedelta(seconds=1)).imports == []
+
+
+def test_a_sweep_whose_last_cells_fail_as_worker_lost_is_finished(alice, fleet, settings):
+    settings.JOB_ATTEMPTS = 1
+    sweep = _sweep(alice, fleet)
+    first, second = sweep.cells.order_by("pk")
+    sweeps.run_cell(first.pk)
+    assert jobs.claim(SweepCell, second.pk) == 1
+    found = jobs.reap(queue_empty=False, now=_later(settings.JOB_LEASE_SECONDS + 1))
+    assert found.failed == 1
+    sweep.refresh_from_db()
+    assert sweep.finished is not None
+    assert SweepCell.objects.get(pk=second.pk).error.startswith("worker lost")
+
+
+def test_a_cell_delivered_twice_is_computed_once(alice, fleet):
+    cell = _sweep(alice, fleet).cells.first()
+    assert cell is not None
+    sweeps.run_cell(cell.pk)
+    cell.refresh_from_db()
+    finished = cell.finished
+    sweeps.run_cell(cell.pk)
+    cell.refresh_from_db()
+    assert cell.status == "done" and cell.attempts == 1 and cell.finished == finished
+
+
+def test_pages_say_retrying_with_the_attempt(alice, alice_client, fleet, settings):
+    job = _job(alice)
+    jobs.claim(ImportJob, job.pk)
+    jobs.reap(queue_empty=False, now=_later(settings.JOB_LEASE_SECONDS + 1))
+    page = alice_client.get(reverse("import-status", args=[job.public_id])).content.decode()
+    assert "Retrying (attempt 2 of 3)" in page
+    sweep = _sweep(alice, fleet)
+    cell = sweep.cells.first()
+    assert cell is not None
+    jobs.claim(SweepCell, cell.pk)
+    jobs.reap(queue_empty=False, now=_later(settings.JOB_LEASE_SECONDS + 1))
+    page = alice_client.get(reverse("sweep", args=[sweep.public_id])).content.decode()
+    assert "1 retrying: a worker working on it was lost" in page
+
+
+def test_the_reaper_task_sends_lost_jobs_to_the_workers_again(alice, settings, monkeypatch):
+    settings.JOB_LEASE_SECONDS = 2
+    job = _job(alice)
+    ImportJob.objects.filter(pk=job.pk).update(sent=_later(-10))
+    sent: list[int] = []
+    monkeypatch.setattr(tasks.import_upload, "delay", sent.append)
+    monkeypatch.setattr(tasks, "_queue_empty", lambda: True)
+    tasks.reap_jobs()
+    assert sent == [job.pk]

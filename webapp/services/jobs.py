@@ -1,0 +1,171 @@
+"""Background jobs that survive a lost worker, on every broker.
+
+The database, not the broker, is the record of every import job and sweep cell: its
+state, how many times a worker took it (`attempts`) and until when the taking worker's
+hold lasts (`lease_until`). A worker takes a job with one conditional update (`claim`),
+renews the lease while it works (`holding`), and writes its result together with the
+state change, only while the lease is still its own (`finish`). A worker killed
+mid-job leaves the lease to run out; `reap` then gives the job back to the queue, up
+to JOB_ATTEMPTS times, and fails it as "worker lost" after that. A task delivered
+twice finds the job taken or done and does nothing, so the same import never saves its
+runs twice. The file-system broker deletes a message once a worker fetches it, so a
+job whose task was fetched by a worker that then died would wait forever: `reap` sends
+queued jobs again once the broker's queue is empty.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from webapp.models import ImportJob, Sweep, SweepCell
+
+logger = logging.getLogger(__name__)
+
+Job = type[ImportJob] | type[SweepCell]
+WORKER_LOST = "worker lost"
+
+
+class LeaseLost(Exception):
+    """The job's lease ran out and the job went to another attempt: this one's result
+    must not be written."""
+
+
+def lease() -> timedelta:
+    return timedelta(seconds=settings.JOB_LEASE_SECONDS)
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def claim(model: Job, pk: int) -> int | None:
+    """Take the queued job `pk` for this process: its attempt number, or None when it
+    is not queued (done, failed, or held by another worker)."""
+    now = timezone.now()
+    taken = model.objects.filter(pk=pk, status=model.Status.QUEUED).update(
+        status=model.Status.RUNNING,
+        attempts=F("attempts") + 1,
+        lease_until=now + lease(),
+        worker=worker_name()[:200],
+    )
+    if not taken:
+        return None
+    attempt: int = model.objects.values_list("attempts", flat=True).get(pk=pk)
+    return attempt
+
+
+def finish(model: Job, pk: int, attempt: int, **fields: Any) -> None:
+    """Write the job's final state (in the caller's transaction, with its result), or
+    raise LeaseLost when attempt `attempt` no longer holds it."""
+    held = model.objects.filter(pk=pk, attempts=attempt, status=model.Status.RUNNING)
+    if not held.update(lease_until=None, finished=timezone.now(), **fields):
+        raise LeaseLost(f"{model.__name__} {pk}: attempt {attempt} lost its lease")
+
+
+@contextmanager
+def holding(model: Job, pk: int, attempt: int) -> Iterator[None]:
+    """Renew the job's lease every third of it while the body runs (a long import
+    holds its job past one lease)."""
+    stop = threading.Event()
+    renewer = threading.Thread(
+        target=_renew, args=(model, pk, attempt, stop), name=f"lease-{pk}", daemon=True
+    )
+    renewer.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        renewer.join()
+
+
+def _renew(model: Job, pk: int, attempt: int, stop: threading.Event) -> None:
+    every = settings.JOB_LEASE_SECONDS / 3
+    try:
+        while not stop.wait(every):
+            try:
+                model.objects.filter(pk=pk, attempts=attempt, status=model.Status.RUNNING).update(
+                    lease_until=timezone.now() + lease()
+                )
+            except Exception:
+                # A busy database now and then must not end the job; the next renewal
+                # still comes before the lease runs out.
+                logger.warning("could not renew the lease of %s %s", model.__name__, pk)
+    finally:
+        connection.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Reaped:
+    """What one pass of `reap` found: ids to send to the workers again, and how many
+    jobs it failed for good."""
+
+    imports: list[int]
+    cells: list[int]
+    failed: int
+
+
+def reap(*, queue_empty: bool, now: datetime | None = None) -> Reaped:
+    """Give jobs whose worker was lost back to the queue (or fail them after
+    JOB_ATTEMPTS), and, when the broker's queue is empty, the queued jobs whose task
+    was lost with its worker. Returns the ids the caller must send again."""
+    close_old_connections()
+    now = now or timezone.now()
+    imports, failed_imports = _reap(ImportJob, now, queue_empty)
+    cells, failed_cells = _reap(SweepCell, now, queue_empty)
+    if failed_cells:
+        _finish_sweeps(failed_cells)
+    return Reaped(imports, cells, len(failed_imports) + len(failed_cells))
+
+
+def _reap(model: Job, now: datetime, queue_empty: bool) -> tuple[list[int], list[int]]:
+    status = model.Status
+    with transaction.atomic():
+        expired = model.objects.select_for_update().filter(
+            status=status.RUNNING, lease_until__lt=now
+        )
+        rows = list(expired.values_list("pk", "attempts"))
+        again = [pk for pk, attempts in rows if attempts < settings.JOB_ATTEMPTS]
+        gone = [pk for pk, attempts in rows if attempts >= settings.JOB_ATTEMPTS]
+        model.objects.filter(pk__in=again).update(status=status.QUEUED, lease_until=None, sent=now)
+        if gone:
+            model.objects.filter(pk__in=gone).update(
+                status=status.FAILED,
+                lease_until=None,
+                finished=now,
+                error=(
+                    f"{WORKER_LOST}: the worker stopped while working on it, "
+                    f"{settings.JOB_ATTEMPTS} times"
+                ),
+            )
+        if queue_empty:
+            waiting = model.objects.filter(status=status.QUEUED, sent__lt=now - lease())
+            lost = list(waiting.values_list("pk", flat=True))
+            model.objects.filter(pk__in=lost).update(sent=now)
+            again += lost
+    for pk in again:
+        logger.warning("%s %s: queued again (its worker or its task was lost)", model.__name__, pk)
+    for pk in gone:
+        logger.warning("%s %s: failed, its worker was lost", model.__name__, pk)
+    return again, gone
+
+
+def _finish_sweeps(cell_ids: list[int]) -> None:
+    """Mark finished the sweeps whose last open cells were just failed."""
+    open_cells = (SweepCell.Status.QUEUED, SweepCell.Status.RUNNING)
+    sweeps = set(SweepCell.objects.filter(pk__in=cell_ids).values_list("sweep", flat=True))
+    for sweep_id in sweeps:
+        if not SweepCell.objects.filter(sweep=sweep_id, status__in=open_cells).exists():
+            Sweep.objects.filter(pk=sweep_id, finished__isnull=True).update(finished=timezone.now())

@@ -1,0 +1,191 @@
+"""Saving core runs: their messages with token counts for every estimator, and a
+skeleton per estimator.
+
+Counting and building take most of an import's time, so they happen first, outside
+any transaction (`prepare`); writing the rows is one short transaction (`write`). On
+SQLite, where one writer at a time holds the database, a long import then never keeps
+an append or a sign-in waiting past the busy timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from contextsim import model as core
+from contextsim import skeleton
+from contextsim.estimators import ESTIMATORS, Estimator, content_key, count_message
+from contextsim.formats import ParsedFile
+from contextsim.formats.native import part_to_dict
+from webapp.models import Message, Run, RunSkeleton, Upload, Visibility
+from webapp.services.sessions import join_sessions
+
+BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One core run with its rows built and counted, ready to be written."""
+
+    run: core.Run
+    messages: list[Message]
+    skeletons: dict[str, Any]
+
+
+def prepare(run: core.Run, estimators: Sequence[str] | None = None) -> Prepared:
+    """Count each message's tokens once per estimator (all registered ones unless
+    `estimators` names some) and build the rows and skeletons; writes nothing."""
+    chosen = {n: ESTIMATORS[n] for n in (estimators or ESTIMATORS)}
+    rows = [message_row(None, i, m, chosen) for i, m in enumerate(run.messages)]
+    skeletons = {
+        name: storable(skeleton.to_dict(skeleton.build(run, est))) for name, est in chosen.items()
+    }
+    return Prepared(run, rows, skeletons)
+
+
+def write(
+    prepared: Prepared,
+    *,
+    owner: AbstractBaseUser | None,
+    upload: Upload | None = None,
+    visibility: str = Visibility.PRIVATE,
+    demo_key: str = "",
+) -> Run:
+    """Write one prepared run, its messages and skeletons (call it in a transaction)."""
+    run = prepared.run
+    measured = [m.usage.context for m in run.messages if m.usage is not None]
+    stored = Run.objects.create(
+        owner=owner,
+        upload=upload,
+        visibility=visibility,
+        demo_key=demo_key,
+        title=storable(run.title[:300]) or "untitled run",
+        format=run.format,
+        model=run.model[:120],
+        session_id=run.session_id[:200],
+        parent_session_id=run.parent_session_id[:200],
+        subagent=run.subagent,
+        compactions=[
+            {"before_message": c.before_message, "pre_tokens": c.pre_tokens, "trigger": c.trigger}
+            for c in run.compactions
+        ],
+        context_window=run.context_window,
+        harness_version=run.harness_version[:40],
+        compaction_request=run.compaction_request,
+        elisions=[
+            {"message": e.message, "from_step": e.from_step, "text": storable(e.text)}
+            for e in run.elisions
+        ],
+        message_count=len(run.messages),
+        request_count=core.request_count(run),
+        requests_with_usage=len(measured),
+        peak_measured_context=max(measured) if measured else None,
+        tool_call_count=sum(len(m.tool_calls) for m in run.messages),
+    )
+    for row in prepared.messages:
+        row.run = stored
+    Message.objects.bulk_create(prepared.messages, batch_size=BATCH)
+    RunSkeleton.objects.bulk_create(
+        RunSkeleton(run=stored, estimator=name, data=data)
+        for name, data in prepared.skeletons.items()
+    )
+    return stored
+
+
+def write_all(
+    prepared: Sequence[Prepared],
+    *,
+    owner: AbstractBaseUser | None,
+    upload: Upload | None = None,
+    visibility: str = Visibility.PRIVATE,
+    demo_key: str = "",
+) -> list[Run]:
+    """Write prepared runs, a main session and its subagents in one collection with the
+    owner's runs of the same session stored before (services.sessions). Call it in a
+    transaction: all or nothing."""
+    saved = [
+        write(p, owner=owner, upload=upload, visibility=visibility, demo_key=demo_key)
+        for p in prepared
+    ]
+    join_sessions(owner, saved)
+    for run in saved:
+        run.refresh_from_db(fields=["collection"])
+    return saved
+
+
+def save_parsed(
+    parsed: ParsedFile,
+    *,
+    owner: AbstractBaseUser | None,
+    upload: Upload | None = None,
+    visibility: str = Visibility.PRIVATE,
+    demo_key: str = "",
+    estimators: Sequence[str] | None = None,
+) -> list[Run]:
+    """Save every run of `parsed` (all or nothing): counted first, then written in one
+    transaction. `estimators` limits the counting (default: all)."""
+    prepared = [prepare(run, estimators) for run in parsed.runs]
+    with transaction.atomic():
+        return write_all(
+            prepared, owner=owner, upload=upload, visibility=visibility, demo_key=demo_key
+        )
+
+
+def save_run(
+    run: core.Run,
+    *,
+    owner: AbstractBaseUser | None,
+    upload: Upload | None = None,
+    visibility: str = Visibility.PRIVATE,
+    demo_key: str = "",
+    estimators: Sequence[str] | None = None,
+) -> Run:
+    """Save one core run and its messages (counted before the transaction)."""
+    prepared = prepare(run, estimators)
+    with transaction.atomic():
+        return write(prepared, owner=owner, upload=upload, visibility=visibility, demo_key=demo_key)
+
+
+def message_row(
+    run: Run | None, index: int, message: core.Message, estimators: dict[str, Estimator]
+) -> Message:
+    """The unsaved row of `message`, counted by every one of `estimators`; `run` may be
+    set later, before it is written."""
+    usage = message.usage
+    return Message(
+        run=run,
+        index=index,
+        role=message.role,
+        kind=message.kind,
+        parts=[storable(part_to_dict(p)) for p in message.parts],
+        compact_summary=message.compact_summary,
+        tool_names=", ".join(c.name for c in message.tool_calls)[:500],
+        content_hash=content_key(message),
+        counts={name: count_message(message, est) for name, est in estimators.items()},
+        usage_input=usage.input_tokens if usage else None,
+        usage_cache_read=usage.cache_read if usage else None,
+        usage_cache_write=usage.cache_write if usage else None,
+        usage_output=usage.output_tokens if usage else None,
+        source=message.source[:200],
+        timestamp=(
+            datetime.fromtimestamp(message.time, tz=UTC) if message.time is not None else None
+        ),
+    )
+
+
+def storable(value: Any) -> Any:
+    """`value` with NUL characters replaced by U+FFFD: PostgreSQL cannot store NUL in
+    text or JSON, and logs of binary tool output do contain it. Counts are taken from
+    the original text."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {k: storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [storable(v) for v in value]
+    return value
