@@ -5,39 +5,15 @@ raise a FormatError naming where; never another exception."""
 from __future__ import annotations
 
 import io
-import json
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from contextsim.estimators import ESTIMATORS
 from contextsim.formats import FormatError, parse_stream
 from contextsim.simulate import simulate_run
 from tests.conftest import corpus_root
-
-ODD_VALUES = st.sampled_from(
-    [None, -1, 2**70, 1.5e308, True, "", "\ud800", {"type": 5}, [[[]]], {"a": [1]}, "x" * 300]
-)
-
-
-def _corpus_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.suffix in (".jsonl", ".json", ".traj"))
-
-
-def _mutate(value, path: list, odd):
-    """`value` with the element at `path` (indexes into lists and dicts) replaced."""
-    if not path:
-        return odd
-    if isinstance(value, dict) and value:
-        keys = list(value)
-        key = keys[path[0] % len(keys)]
-        return {**value, key: _mutate(value[key], path[1:], odd)}
-    if isinstance(value, list) and value:
-        i = path[0] % len(value)
-        return [*value[:i], _mutate(value[i], path[1:], odd), *value[i + 1 :]]
-    return odd
+from tests.mutations import MUTATION, corpus_files, mutated
 
 
 def _must_not_crash(name: str, data: bytes) -> None:
@@ -51,38 +27,13 @@ def _must_not_crash(name: str, data: bytes) -> None:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    choice=st.integers(0, 10**6),
-    line=st.integers(0, 10**6),
-    path=st.lists(st.integers(0, 50), max_size=6),
-    odd=ODD_VALUES,
-    cut=st.integers(0, 10**6),
-    kind=st.sampled_from(["mutate", "truncate", "deep", "bigint", "bad utf-8"]),
-)
+@given(**MUTATION)
 def test_mutated_corpus_logs_parse_or_say_where_they_are_wrong(choice, line, path, odd, cut, kind):
-    root = corpus_root()
-    files = _corpus_files(root) if root.is_dir() else []
+    files = corpus_files()
     if not files:
-        pytest.skip(f"real-log corpus not found at {root}")
+        pytest.skip(f"real-log corpus not found at {corpus_root()}")
     file = files[choice % len(files)]
-    raw = file.read_bytes()
-    lines = raw.splitlines() if file.suffix == ".jsonl" else [raw]
-    i = line % len(lines)
-    target = lines[i]
-    if kind == "mutate":
-        target = json.dumps(_mutate(json.loads(target), path, odd)).encode()
-    elif kind == "truncate":
-        target = target[: cut % max(len(target), 1)]
-    elif kind == "deep":
-        target = b'{"type": "user", "message": ' + b"[" * 3000 + b"]" * 3000 + b"}"
-    elif kind == "bigint":
-        target = target.replace(b"1", b"9" * 5000, 1)
-    else:
-        target = (
-            target[: cut % max(len(target), 1)] + b"\xff\xfe" + target[cut % max(len(target), 1) :]
-        )
-    lines[i] = target
-    _must_not_crash(file.name, b"\n".join(lines))
+    _must_not_crash(file.name, mutated(file, line, path, odd, cut, kind))
 
 
 def test_a_lone_surrogate_is_replaced_and_said():
