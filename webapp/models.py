@@ -96,6 +96,14 @@ class ImportJob(models.Model):
         return f"attempt {attempt} of {settings.JOB_ATTEMPTS}"
 
 
+class ReadyRuns(models.Manager["Run"]):
+    """Runs whose import has finished: an import still writing its messages in batches
+    (webapp.services.saving.stage) is seen by no page, search or API."""
+
+    def get_queryset(self) -> models.QuerySet[Run]:
+        return super().get_queryset().filter(ready=True)
+
+
 class Run(models.Model):
     """One imported agent conversation. Its figures are computed once at import."""
 
@@ -142,9 +150,15 @@ class Run(models.Model):
     """For a run followed from a log file (tail_run): the file and the run's key in it."""
     notes = models.TextField(blank=True)
     tags = models.ManyToManyField("Tag", blank=True, related_name="runs")
+    ready = models.BooleanField(default=True)
+    """False while a large import is still writing it; then only `all_objects` has it."""
+
+    objects = ReadyRuns()
+    all_objects = models.Manager()
 
     class Meta:
         ordering = ["-created", "-id"]
+        base_manager_name = "all_objects"
 
     def __str__(self) -> str:
         return self.title

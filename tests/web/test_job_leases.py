@@ -7,23 +7,24 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from io import BytesIO
 
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from contextsim.formats import parse_stream
 from contextsim.sweep import Config
 from tests.web.test_import_service import NATIVE
 from webapp import tasks
-from webapp.models import ImportJob, Run, Sweep, SweepCell
-from webapp.services import imports, jobs, sweeps
+from webapp.models import ImportJob, Message, Run, Sweep, SweepCell
+from webapp.services import imports, jobs, saving, sweeps
 from webapp.services.sweeps import create_sweep
 
 pytestmark = pytest.mark.django_db
 
 
 def _job(alice, body: bytes = b"") -> ImportJob:
-    from io import BytesIO
 
     return imports.store_upload(alice, "log.json", BytesIO(body or json.dumps(NATIVE).encode()))
 
@@ -155,3 +156,52 @@ def test_the_reaper_task_sends_lost_jobs_to_the_workers_again(alice, settings, m
     monkeypatch.setattr(tasks, "_queue_empty", lambda: True)
     tasks.reap_jobs()
     assert sent == [job.pk]
+
+
+def test_a_run_still_being_imported_is_seen_by_no_page_search_or_api(alice, alice_client):
+
+    parsed = parse_stream("log.json", BytesIO(json.dumps(NATIVE).encode()))
+    staged = saving.begin(parsed.runs[0], owner=alice, upload=None)
+    saving.fill(staged, parsed.runs[0])
+    assert not Run.objects.filter(pk=staged.pk).exists()
+    assert Run.all_objects.filter(pk=staged.pk, ready=False).exists()
+    assert alice_client.get(reverse("run", args=[staged.public_id])).status_code == 404
+    listing = alice_client.get(reverse("runs")).content.decode()
+    assert staged.public_id not in listing
+    found = alice_client.get(reverse("runs"), {"q": "read the file"}).content.decode()
+    assert staged.public_id not in found
+    saving.publish([staged], alice)
+    assert alice_client.get(reverse("run", args=[staged.public_id])).status_code == 200
+    found = alice_client.get(reverse("runs"), {"q": "read the file"}).content.decode()
+    assert staged.public_id in found
+
+
+def test_an_import_that_fails_midway_leaves_nothing_behind(alice, monkeypatch):
+
+    job = _job(alice)
+    real = saving.fill
+    calls: list[int] = []
+
+    def second_fails(stored, run):
+        calls.append(stored.pk)
+        if len(calls) == 2:
+            raise RuntimeError("disk full")
+        real(stored, run)
+
+    monkeypatch.setattr(saving, "fill", second_fails)
+    done = imports.run_import(job.pk)
+    assert done.status == "failed" and "internal error" in done.error
+    assert Run.all_objects.count() == 0 and Message.objects.count() == 0
+
+
+def test_what_a_lost_attempt_left_unseen_is_dropped_once_the_job_fails_for_good(alice, settings):
+
+    settings.JOB_ATTEMPTS = 1
+    job = _job(alice)
+    jobs.claim(ImportJob, job.pk)
+    parsed = parse_stream("log.json", BytesIO(json.dumps(NATIVE).encode()))
+    saving.begin(parsed.runs[0], owner=alice, upload=job.upload)  # then the worker died
+    assert Run.all_objects.filter(upload=job.upload).count() == 1
+    found = jobs.reap(queue_empty=False, now=_later(settings.JOB_LEASE_SECONDS + 1))
+    assert found.failed == 1
+    assert Run.all_objects.filter(upload=job.upload).count() == 0

@@ -67,7 +67,7 @@ def search_messages(user: AbstractBaseUser | AnonymousUser, query: str) -> list[
 
 
 def _matching_ids(words: list[str], owner: int | None) -> list[int]:
-    visible = "(r.visibility = %s OR r.owner_id = %s)"
+    visible = "r.ready AND (r.visibility = %s OR r.owner_id = %s)"
     params: list[object] = [Visibility.PUBLIC, owner if owner is not None else -1]
     if connection.vendor == "postgresql":
         sql = (

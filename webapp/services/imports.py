@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from contextsim import model as core
 from contextsim.formats import FormatError, ParsedFile, parse_stream
-from webapp.models import ImportJob, Upload
+from webapp.models import ImportJob, Run, Upload
 from webapp.services import jobs, saving
 
 logger = logging.getLogger(__name__)
@@ -47,9 +47,10 @@ def store_upload(
 
 def run_import(job_id: int) -> ImportJob:
     """Take the job (webapp.services.jobs), parse its upload and save its runs; on bad
-    input save none of them and record the error on the job. The runs are written in
-    the same transaction as the job's "done", so a job taken up again after its worker
-    was lost saves them once. A job not queued (done, or held by a live worker) is left
+    input save none of them and record the error on the job. The runs are written
+    unseen a batch at a time (webapp.services.saving) and shown in the transaction that
+    records the job done, so a job taken up again after its worker was lost saves them
+    once. A job not queued (done, or held by a live worker) is left
     as it is. Returns the job."""
     attempt = jobs.claim(ImportJob, job_id)
     if attempt is not None:
@@ -72,11 +73,15 @@ def _import(job: ImportJob, attempt: int) -> None:
             format=earlier.job.format,
         )
         return
+    staged: list[Run] = []
     try:
         parsed = _parse_upload(upload)
         if not parsed.runs:
             raise FormatError(upload.original_name, "", "the file holds no conversation")
-        prepared = [saving.prepare(run) for run in parsed.runs]
+        saving.drop_staged(upload)  # what an attempt whose worker was lost left
+        for run in parsed.runs:
+            staged.append(saving.begin(run, owner=upload.owner, upload=upload))
+            saving.fill(staged[-1], run)
         with transaction.atomic():
             jobs.finish(
                 ImportJob,
@@ -86,14 +91,16 @@ def _import(job: ImportJob, attempt: int) -> None:
                 format=parsed.format[:30],
                 warnings=list(parsed.warnings),
             )
-            saving.write_all(prepared, owner=upload.owner, upload=upload)
+            saving.publish(staged, upload.owner)
     except jobs.LeaseLost:
+        saving.drop(staged)
         logger.warning("import job %s: another attempt took it over; nothing saved", job.pk)
     except FormatError as exc:
         _fail(job.pk, attempt, str(exc))
     except Exception:
         # Never leave a job "running" forever: say it failed, keep the details in the log.
         logger.exception("import of upload %s failed", upload.pk)
+        saving.drop(staged)
         _fail(
             job.pk,
             attempt,

@@ -30,7 +30,8 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from webapp.models import ImportJob, Sweep, SweepCell
+from webapp.models import ImportJob, Sweep, SweepCell, Upload
+from webapp.services import saving
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +125,8 @@ def reap(*, queue_empty: bool, now: datetime | None = None) -> Reaped:
     close_old_connections()
     now = now or timezone.now()
     imports, failed_imports = _reap(ImportJob, now, queue_empty)
+    for upload in Upload.objects.filter(job__pk__in=failed_imports):
+        saving.drop_staged(upload)  # what the lost attempts left unseen
     cells, failed_cells = _reap(SweepCell, now, queue_empty)
     if failed_cells:
         _finish_sweeps(failed_cells)

@@ -1,10 +1,14 @@
 """Saving core runs: their messages with token counts for every estimator, and a
 skeleton per estimator.
 
-Counting and building take most of an import's time, so they happen first, outside
-any transaction (`prepare`); writing the rows is one short transaction (`write`). On
-SQLite, where one writer at a time holds the database, a long import then never keeps
-an append or a sign-in waiting past the busy timeout.
+Counting and building take most of an import's time and on SQLite one writer at a time
+holds the database, so no transaction waits on counting. A small input is counted first
+(`prepare`) and written in one transaction (`write`, `save_parsed`). An upload is
+staged (`begin`, `fill`): its run, unseen, gets its messages a batch at a time, each batch
+counted and then written in its own short transaction, so memory stays bounded by the
+batch, not the file; one last short transaction shows it (`publish`) as the import is
+recorded done. A long import never keeps an append or a sign-in waiting past the busy
+timeout.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from webapp.models import Message, Run, RunSkeleton, Upload, Visibility
 from webapp.services.sessions import join_sessions
 
 BATCH = 500
+STAGE_ROWS = 2_000
+"""Messages counted and written per transaction by `stage`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +63,30 @@ def write(
     demo_key: str = "",
 ) -> Run:
     """Write one prepared run, its messages and skeletons (call it in a transaction)."""
-    run = prepared.run
+    stored = _create(prepared.run, owner, upload, visibility, demo_key, ready=True)
+    for row in prepared.messages:
+        row.run = stored
+    Message.objects.bulk_create(prepared.messages, batch_size=BATCH)
+    _write_skeletons(stored, prepared.skeletons)
+    return stored
+
+
+def _create(
+    run: core.Run,
+    owner: AbstractBaseUser | None,
+    upload: Upload | None,
+    visibility: str,
+    demo_key: str,
+    *,
+    ready: bool,
+) -> Run:
     measured = [m.usage.context for m in run.messages if m.usage is not None]
-    stored = Run.objects.create(
+    return Run.objects.create(
         owner=owner,
         upload=upload,
         visibility=visibility,
         demo_key=demo_key,
+        ready=ready,
         title=storable(run.title[:300]) or "untitled run",
         format=run.format,
         model=run.model[:120],
@@ -87,14 +110,59 @@ def write(
         peak_measured_context=max(measured) if measured else None,
         tool_call_count=sum(len(m.tool_calls) for m in run.messages),
     )
-    for row in prepared.messages:
-        row.run = stored
-    Message.objects.bulk_create(prepared.messages, batch_size=BATCH)
+
+
+def _write_skeletons(stored: Run, skeletons: dict[str, Any]) -> None:
     RunSkeleton.objects.bulk_create(
-        RunSkeleton(run=stored, estimator=name, data=data)
-        for name, data in prepared.skeletons.items()
+        RunSkeleton(run=stored, estimator=name, data=data) for name, data in skeletons.items()
     )
-    return stored
+
+
+def begin(run: core.Run, *, owner: AbstractBaseUser | None, upload: Upload | None) -> Run:
+    """The row of `run` as a run nobody sees yet (`ready` False), its messages still to
+    be written by `fill`. `publish` shows it; a failed import deletes it (`drop`)."""
+    return _create(run, owner, upload, Visibility.PRIVATE, "", ready=False)
+
+
+def fill(stored: Run, run: core.Run) -> None:
+    """Count and write the messages of `run` into the staged `stored`, STAGE_ROWS at a
+    time, each batch in its own short transaction, so neither memory nor the write
+    lock grows with the file; then its skeletons."""
+    chosen = dict(ESTIMATORS)
+    for start in range(0, len(run.messages), STAGE_ROWS):
+        batch = run.messages[start : start + STAGE_ROWS]
+        rows = [message_row(stored, start + i, m, chosen) for i, m in enumerate(batch)]
+        with transaction.atomic():
+            Message.objects.bulk_create(rows, batch_size=BATCH)
+    # The counts are memoized by content, so the skeletons count nothing again.
+    skeletons = {
+        name: storable(skeleton.to_dict(skeleton.build(run, est))) for name, est in chosen.items()
+    }
+    _write_skeletons(stored, skeletons)
+
+
+def publish(staged: Sequence[Run], owner: AbstractBaseUser | None) -> list[Run]:
+    """Show staged runs, joined to their sessions' collections (call it in the
+    transaction that records the import done)."""
+    Run.all_objects.filter(pk__in=[r.pk for r in staged]).update(ready=True)
+    shown = list(Run.objects.filter(pk__in=[r.pk for r in staged]).order_by("pk"))
+    join_sessions(owner, shown)
+    return shown
+
+
+def drop(runs: Sequence[Run]) -> None:
+    """Delete staged runs (an import that failed), each in its own transaction."""
+    for run in runs:
+        with transaction.atomic():
+            Run.all_objects.filter(pk=run.pk, ready=False).delete()
+
+
+def drop_staged(upload: Upload) -> int:
+    """Delete the unfinished runs of `upload`, left by an import whose worker was lost;
+    returns how many."""
+    found = list(Run.all_objects.filter(upload=upload, ready=False))
+    drop(found)
+    return len(found)
 
 
 def write_all(
