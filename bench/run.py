@@ -28,6 +28,7 @@ SUITES: dict[str, str] = {
     "dashboard": "bench.suite_dashboard:run",
     "estimators": "bench.suite_estimators:run",
     "sweeps": "bench.suite_sweeps:run",
+    "imports": "bench.suite_imports:run",
 }
 """Suite name -> "module:function" returning list[Figure]."""
 

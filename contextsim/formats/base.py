@@ -182,6 +182,8 @@ def _parse_record(path: str, line: int, text: str, warnings: list[str] | None = 
 def read_source(path: str, stream: IO[bytes]) -> Source:
     """Read `stream` as JSONL when its first line is a whole JSON object and more lines
     follow; otherwise as one JSON document. Raises FormatError on empty or broken input.
+    A document is read once and parsed once, its bytes freed before its JSON is parsed
+    (a 200 MB one-line file is held as bytes, then as text, never both with its tree).
     """
     head = stream.readline()
     if head.startswith(codecs.BOM_UTF8):
@@ -190,20 +192,28 @@ def read_source(path: str, stream: IO[bytes]) -> Source:
         head = stream.readline()
     if not head:
         raise FormatError(path, "", "the file is empty; expected JSON or JSONL")
-    first = _decode_line(path, 1, head)
     second = stream.readline()
     while second and not second.strip():
         second = stream.readline()
-    try:
-        is_lines = isinstance(json.loads(first), dict) and bool(second)
-    except (RecursionError, ValueError):  # JSONDecodeError is a ValueError
-        is_lines = False
-    if not is_lines:
-        return _document(path, head + second + stream.read())
+    if not second or not _is_object_line(path, head):
+        held = bytearray(head)
+        del head
+        held += second
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            held += chunk
+        return _document(path, held)
     warnings: list[str] = []
     rest = _records(path, _chain(head, second, stream), warnings)
     sample = [r for _, r in zip(range(SNIFF_LINES), rest, strict=False)]
     return Lines(path, sample, rest, warnings)
+
+
+def _is_object_line(path: str, line: bytes) -> bool:
+    """Whether `line` is a whole JSON object (the first line of a JSONL file)."""
+    try:
+        return isinstance(json.loads(_decode_line(path, 1, line)), dict)
+    except (RecursionError, ValueError):  # JSONDecodeError is a ValueError
+        return False
 
 
 def _chain(head: bytes, second: bytes, stream: IO[bytes]) -> Iterator[bytes]:
@@ -213,16 +223,18 @@ def _chain(head: bytes, second: bytes, stream: IO[bytes]) -> Iterator[bytes]:
     yield from iter(stream.readline, b"")
 
 
-def _document(path: str, raw: bytes) -> Document:
+def _document(path: str, held: bytearray) -> Document:
+    """The JSON document in `held`, which is emptied once decoded."""
     try:
-        text = raw.decode("utf-8")
+        text = held.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
+        line = held[: exc.start].count(b"\n") + 1
         raise FormatError(
             path,
             f"line {line}",
-            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); expected UTF-8 text",
+            f"not valid UTF-8 (byte 0x{held[exc.start]:02x}); expected UTF-8 text",
         ) from None
+    del held[:]
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -234,7 +246,9 @@ def _document(path: str, raw: bytes) -> Document:
         ) from None
     except (RecursionError, ValueError) as exc:
         raise FormatError(path, "line 1", _unreadable(exc)) from None
-    if not SURROGATE_ESCAPE.search(text):
+    escaped = SURROGATE_ESCAPE.search(text) is not None
+    del text
+    if not escaped:
         return Document(path, data)
     data, count = without_lone_surrogates(data)
     return Document(path, data, (_surrogates_said(path, "$", count),) if count else ())

@@ -1,0 +1,167 @@
+"""Suite `imports`: how fast, and in how much memory, `manage.py import_run` imports a
+large log into a fresh SQLite database, end to end (one process: parse, count with
+every estimator, write, skeletons).
+
+Inputs, generated in a throwaway folder from a seeded ``random.Random`` (the same bytes
+on every machine), each about BENCH_IMPORT_MB (default 200) MB:
+- a native contextsim document on one line (one run; the "one-line file" case);
+- a Claude Code session (JSONL: user turns, assistant tool calls with usage, tool
+  results).
+
+Peak memory is the import process's maximum resident set size (wait4's ru_maxrss).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from bench.report import Figure
+
+ROOT = Path(__file__).resolve().parent.parent
+MB = 1_000_000
+PEAK_MB = 500  # issue 12: a 200 MB file imports in at most 500 MB
+PHRASE = (
+    "the agent reads a file then calls a tool and writes the result back into its context "
+    "результат ответа 结果 答案 def return import class self value None True"
+)
+WORDS = PHRASE.split()
+
+
+def _text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def _native(path: Path, size: int) -> None:
+    rng = random.Random(7)
+    messages: list[dict[str, object]] = []
+    total = 0
+    while total < size:
+        text = _text(rng, rng.randint(50, 900))
+        role = "user" if len(messages) % 2 == 0 else "assistant"
+        message: dict[str, object] = {"role": role, "content": text}
+        if role == "assistant":
+            message["usage"] = {"input_tokens": 1_000 + 40 * len(messages)}
+        messages.append(message)
+        total += len(text.encode()) + 40
+    run = {"title": "one line", "session_id": "bench", "messages": messages}
+    path.write_text(json.dumps({"contextsim": 1, "runs": [run]}, ensure_ascii=False))
+
+
+def _claude_lines(rng: random.Random, size: int) -> Iterator[str]:
+    head = {"sessionId": "bench-session", "version": "2.0.1", "cwd": "/work", "isSidechain": False}
+    total, step, parent = 0, 0, None
+    while total < size:
+        uid = f"u{step}"
+        if step % 40 == 0:
+            body = {"role": "user", "content": _text(rng, rng.randint(20, 200))}
+            kind = "user"
+        elif step % 2 == 1:
+            call = {"type": "tool_use", "id": f"t{step}", "name": "Read", "input": {"n": step}}
+            usage = {
+                "input_tokens": 4,
+                "cache_read_input_tokens": 1_000 + 30 * step,
+                "cache_creation_input_tokens": 200,
+                "output_tokens": 50,
+            }
+            body = {
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": _text(rng, 30)}, call],
+                "usage": usage,
+            }
+            kind = "assistant"
+        else:
+            result = {
+                "type": "tool_result",
+                "tool_use_id": f"t{step - 1}",
+                "content": _text(rng, rng.randint(100, 2_000)),
+            }
+            body = {"role": "user", "content": [result]}
+            kind = "user"
+        stamp = f"2026-01-01T00:{step // 3600 % 60:02d}:{step % 60:02d}.000Z"
+        line = json.dumps(
+            {
+                **head,
+                "type": kind,
+                "message": body,
+                "uuid": uid,
+                "parentUuid": parent,
+                "timestamp": stamp,
+            }
+        )
+        parent = uid
+        step += 1
+        total += len(line.encode()) + 1
+        yield line
+
+
+def _claude(path: Path, size: int) -> None:
+    with path.open("w") as out:
+        for line in _claude_lines(random.Random(11), size):
+            out.write(line + "\n")
+
+
+def _import(path: Path, data_dir: Path) -> tuple[float, float, str]:
+    """Seconds and peak MB of `manage.py import_run path`, and what it printed."""
+    env = {
+        **os.environ,
+        "CONTEXTSIM_DATA_DIR": str(data_dir),
+        "DJANGO_SETTINGS_MODULE": "webapp.settings",
+    }
+    env.pop("DATABASE_URL", None)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--verbosity=0"], cwd=ROOT, env=env, check=True
+    )
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "import_run", str(path), "--owner", "bench"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    if status != 0:
+        raise RuntimeError(f"import_run {path.name} failed: {err[-2000:]}")
+    return seconds, usage.ru_maxrss / 1024, out.strip()
+
+
+def run() -> list[Figure]:
+    size = int(float(os.environ.get("BENCH_IMPORT_MB", "200")) * MB)
+    inputs: dict[str, Callable[[Path, int], None]] = {
+        "native document, one line": _native,
+        "Claude Code session (JSONL)": _claude,
+    }
+    figures: list[Figure] = []
+    work = Path(tempfile.mkdtemp(prefix="contextsim-bench-imports-"))
+    try:
+        for label, write in inputs.items():
+            path = work / f"{write.__name__.strip('_')}.log"
+            write(path, size)
+            megabytes = path.stat().st_size / MB
+            print(f"  {label}: {megabytes:.0f} MB written; importing...", flush=True)
+            seconds, peak, said = _import(path, work / f"data-{write.__name__.strip('_')}")
+            requests = re.search(r"\((\d+) requests\)", said)
+            note = f"{requests[1]} requests" if requests else said[-80:]
+            figures += [
+                Figure(f"{label}, {megabytes:.0f} MB: import", seconds, "s", note=note),
+                Figure(f"{label}: speed", megabytes / seconds, "MB/s"),
+                Figure(f"{label}: peak memory", peak, "MB", ("<=", PEAK_MB)),
+            ]
+            path.unlink()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return figures
