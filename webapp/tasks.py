@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from celery import current_app, shared_task
+from celery import Celery, current_app, shared_task
 from celery.signals import worker_ready
 from django.db import transaction
 
@@ -48,14 +48,17 @@ def reap_jobs() -> None:
         run_sweep_cell.delay(cell_id)
 
 
-def _queue_empty() -> bool:
+def _queue_empty(app: Celery = current_app) -> bool:
     """Whether the broker holds no task waiting for a worker (False when it cannot tell:
     then nothing queued is sent twice)."""
     try:
-        with current_app.connection_for_read() as conn:
-            queue = current_app.conf.task_default_queue
+        with app.connection_for_read() as conn:
+            queue = app.conf.task_default_queue
             _, waiting, _ = conn.default_channel.queue_declare(queue=queue, passive=True)
-    except Exception:
+    except Exception as exc:
+        if "NOT_FOUND" in str(exc):
+            # Redis drops an empty list, and a passive declare then finds no queue.
+            return True
         logger.warning("could not read the broker's queue length", exc_info=True)
         return False
     return int(waiting) == 0

@@ -210,8 +210,9 @@ def read_source(path: str, stream: IO[bytes]) -> Source:
 
 def _is_object_line(path: str, line: bytes) -> bool:
     """Whether `line` is a whole JSON object (the first line of a JSONL file)."""
+    text = _decode_line(path, 1, line)  # not UTF-8: said at once, with the column
     try:
-        return isinstance(json.loads(_decode_line(path, 1, line)), dict)
+        return isinstance(json.loads(text), dict)
     except (RecursionError, ValueError):  # JSONDecodeError is a ValueError
         return False
 
@@ -229,10 +230,12 @@ def _document(path: str, held: bytearray) -> Document:
         text = held.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = held[: exc.start].count(b"\n") + 1
+        column = exc.start - held.rfind(b"\n", 0, exc.start)
         raise FormatError(
             path,
             f"line {line}",
-            f"not valid UTF-8 (byte 0x{held[exc.start]:02x}); expected UTF-8 text",
+            f"not valid UTF-8 (byte 0x{held[exc.start]:02x} at column {column}); "
+            "expected UTF-8 text",
         ) from None
     del held[:]
     try:

@@ -6,6 +6,7 @@ The worker processes themselves, killed for real, are in test_worker_crash.py.""
 from __future__ import annotations
 
 import json
+import time
 from datetime import timedelta
 from io import BytesIO
 
@@ -205,3 +206,54 @@ def test_what_a_lost_attempt_left_unseen_is_dropped_once_the_job_fails_for_good(
     found = jobs.reap(queue_empty=False, now=_later(settings.JOB_LEASE_SECONDS + 1))
     assert found.failed == 1
     assert Run.all_objects.filter(upload=job.upload).count() == 0
+
+
+def test_a_job_left_running_before_leases_existed_is_taken_up_again(alice):
+    job = _job(alice)
+    ImportJob.objects.filter(pk=job.pk).update(status="running", attempts=0, lease_until=None)
+    assert jobs.reap(queue_empty=False).imports == [job.pk]
+
+
+def test_a_second_import_again_leaves_a_job_already_taken_alone(alice):
+    job = _job(alice)
+    assert jobs.claim(ImportJob, job.pk) == 1
+    imports.import_again(job)
+    job.refresh_from_db()
+    assert job.status == "running" and job.attempts == 1 and not job.again
+
+
+def test_a_big_staged_run_is_deleted_a_batch_at_a_time(alice, monkeypatch):
+    monkeypatch.setattr(saving, "STAGE_ROWS", 3)
+    parsed = parse_stream("log.json", BytesIO(json.dumps(NATIVE).encode()))
+    staged = saving.begin(parsed.runs[0], owner=alice, upload=None)
+    saving.fill(staged, parsed.runs[0])
+    assert Message.objects.filter(run_id=staged.pk).count() == 4  # two batches
+    saving.drop([staged])
+    assert not Run.all_objects.filter(pk=staged.pk).exists()
+    assert not Message.objects.filter(run_id=staged.pk).exists()
+
+
+def test_publishing_refuses_runs_that_were_deleted_meanwhile(alice):
+    parsed = parse_stream("log.json", BytesIO(json.dumps(NATIVE).encode()))
+    staged = [saving.begin(r, owner=alice, upload=None) for r in parsed.runs]
+    saving.drop(staged[:1])
+    with pytest.raises(RuntimeError, match="1 staged run"):
+        saving.publish(staged, alice)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_whose_lease_was_taken_over_stops_between_batches(alice, settings):
+    settings.JOB_LEASE_SECONDS = 2  # renewed every 0.67 s
+    job = _job(alice)
+    attempt = jobs.claim(ImportJob, job.pk)
+    assert attempt == 1
+    with jobs.holding(ImportJob, job.pk, attempt) as hold:
+        hold.check()  # held: goes on
+        # The reaper gave it to attempt 2 meanwhile (this worker was thought lost).
+        ImportJob.objects.filter(pk=job.pk).update(attempts=2)
+        for _ in range(50):
+            if hold.lost.is_set():
+                break
+            time.sleep(0.1)
+        with pytest.raises(jobs.LeaseLost):
+            hold.check()

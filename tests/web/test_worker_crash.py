@@ -272,3 +272,34 @@ def test_an_import_finishes_once_after_its_worker_is_killed(environment, tmp_pat
     messages = _rows(env, "SELECT COUNT(*) FROM webapp_message")[0][0]
     assert messages == 8_000
     print(f"{env['CELERY_BROKER_URL'].split(':')[0]}: import killed mid-parse: done at attempt 2")
+
+
+def _reads_waiting_tasks(app) -> None:
+    from webapp.tasks import _queue_empty
+
+    assert _queue_empty(app) is True
+    app.send_task("webapp.tasks.reap_jobs")  # no worker listens to this broker
+    assert _queue_empty(app) is False
+
+
+def test_the_reaper_tells_an_empty_file_system_queue(tmp_path):
+    from celery import Celery
+
+    folder = str(tmp_path)
+    options = {"data_folder_in": folder, "data_folder_out": folder, "store_processed": False}
+    _reads_waiting_tasks(Celery(broker="filesystem://", broker_transport_options=options))
+
+
+@pytest.mark.redis
+def test_the_reaper_tells_an_empty_redis_queue():
+    _require("Redis", REDIS)
+    import redis
+    from celery import Celery
+
+    broker = redis.Redis(*REDIS, db=REDIS_DB)
+    broker.flushdb()
+    try:
+        # Redis keeps no empty list: an empty queue is no key at all.
+        _reads_waiting_tasks(Celery(broker=f"redis://127.0.0.1:6379/{REDIS_DB}"))
+    finally:
+        broker.flushdb()

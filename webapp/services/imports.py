@@ -12,6 +12,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from contextsim import model as core
@@ -50,38 +51,42 @@ def run_import(job_id: int) -> ImportJob:
     input save none of them and record the error on the job. The runs are written
     unseen a batch at a time (webapp.services.saving) and shown in the transaction that
     records the job done, so a job taken up again after its worker was lost saves them
-    once. A job not queued (done, or held by a live worker) is left
-    as it is. Returns the job."""
+    once. A job not queued (done, or held by a live worker) is left as it is. Returns
+    the job."""
     attempt = jobs.claim(ImportJob, job_id)
     if attempt is not None:
-        with jobs.holding(ImportJob, job_id, attempt):
-            _import(ImportJob.objects.select_related("upload").get(pk=job_id), attempt)
+        with jobs.holding(ImportJob, job_id, attempt) as hold:
+            job = ImportJob.objects.select_related("upload").get(pk=job_id)
+            try:
+                _import(job, attempt, hold)
+            except jobs.LeaseLost:
+                logger.warning("import job %s: another attempt took it over", job_id)
     return ImportJob.objects.select_related("upload", "duplicate_of").get(pk=job_id)
 
 
-def _import(job: ImportJob, attempt: int) -> None:
+def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
     upload = job.upload
-    earlier = None if job.again else _imported_before(upload)
-    if earlier is not None:
-        # The same bytes again: link to what they gave, import nothing twice.
-        jobs.finish(
-            ImportJob,
-            job.pk,
-            attempt,
-            status=ImportJob.Status.DONE,
-            duplicate_of=earlier,
-            format=earlier.job.format,
-        )
-        return
     staged: list[Run] = []
     try:
+        saving.drop_staged(upload)  # what an attempt whose worker was lost left
+        earlier = None if job.again else _imported_before(upload)
+        if earlier is not None:
+            # The same bytes again: link to what they gave, import nothing twice.
+            jobs.finish(
+                ImportJob,
+                job.pk,
+                attempt,
+                status=ImportJob.Status.DONE,
+                duplicate_of=earlier,
+                format=earlier.job.format,
+            )
+            return
         parsed = _parse_upload(upload)
         if not parsed.runs:
             raise FormatError(upload.original_name, "", "the file holds no conversation")
-        saving.drop_staged(upload)  # what an attempt whose worker was lost left
         for run in parsed.runs:
             staged.append(saving.begin(run, owner=upload.owner, upload=upload))
-            saving.fill(staged[-1], run)
+            saving.fill(staged[-1], run, between=hold.check)
         with transaction.atomic():
             jobs.finish(
                 ImportJob,
@@ -94,25 +99,15 @@ def _import(job: ImportJob, attempt: int) -> None:
             saving.publish(staged, upload.owner)
     except jobs.LeaseLost:
         saving.drop(staged)
-        logger.warning("import job %s: another attempt took it over; nothing saved", job.pk)
+        raise
     except FormatError as exc:
-        _fail(job.pk, attempt, str(exc))
+        jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.FAILED, error=str(exc))
     except Exception:
         # Never leave a job "running" forever: say it failed, keep the details in the log.
         logger.exception("import of upload %s failed", upload.pk)
         saving.drop(staged)
-        _fail(
-            job.pk,
-            attempt,
-            f"{upload.original_name}: internal error while importing (see the server log)",
-        )
-
-
-def _fail(job_id: int, attempt: int, error: str) -> None:
-    try:
-        jobs.finish(ImportJob, job_id, attempt, status=ImportJob.Status.FAILED, error=error)
-    except jobs.LeaseLost:
-        logger.warning("import job %s: another attempt took it over", job_id)
+        error = f"{upload.original_name}: internal error while importing (see the server log)"
+        jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.FAILED, error=error)
 
 
 def _imported_before(upload: Upload) -> Upload | None:
@@ -122,7 +117,7 @@ def _imported_before(upload: Upload) -> Upload | None:
             owner=upload.owner, sha256=upload.sha256, job__status=ImportJob.Status.DONE
         )
         .exclude(pk=upload.pk)
-        .filter(runs__isnull=False)
+        .filter(runs__ready=True)
         .select_related("job")
         .order_by("id")
         .first()
@@ -130,12 +125,20 @@ def _imported_before(upload: Upload) -> Upload | None:
 
 
 def import_again(job: ImportJob) -> ImportJob:
-    """Mark a job that found its file imported before to import it anyway (the person
-    asked); the caller runs or queues it."""
-    job.again, job.duplicate_of = True, None
-    job.status, job.finished = ImportJob.Status.QUEUED, None
-    job.attempts, job.sent = 0, timezone.now()
-    job.save(update_fields=["again", "duplicate_of", "status", "finished", "attempts", "sent"])
+    """Mark a job that found its file imported before (or a new one) to import it
+    anyway (the person asked); the caller runs or queues it. A job already taken up
+    again (a second click) is left as it is."""
+    waiting = Q(status=ImportJob.Status.QUEUED, attempts=0)
+    linked = Q(status=ImportJob.Status.DONE, duplicate_of__isnull=False)
+    ImportJob.objects.filter(waiting | linked, pk=job.pk).update(
+        again=True,
+        duplicate_of=None,
+        status=ImportJob.Status.QUEUED,
+        finished=None,
+        attempts=0,
+        sent=timezone.now(),
+    )
+    job.refresh_from_db()
     return job
 
 

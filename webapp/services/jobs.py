@@ -27,7 +27,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from webapp.models import ImportJob, Sweep, SweepCell, Upload
@@ -56,15 +56,16 @@ def claim(model: Job, pk: int) -> int | None:
     """Take the queued job `pk` for this process: its attempt number, or None when it
     is not queued (done, failed, or held by another worker)."""
     now = timezone.now()
-    taken = model.objects.filter(pk=pk, status=model.Status.QUEUED).update(
-        status=model.Status.RUNNING,
-        attempts=F("attempts") + 1,
-        lease_until=now + lease(),
-        worker=worker_name()[:200],
-    )
-    if not taken:
-        return None
-    attempt: int = model.objects.values_list("attempts", flat=True).get(pk=pk)
+    with transaction.atomic():
+        taken = model.objects.filter(pk=pk, status=model.Status.QUEUED).update(
+            status=model.Status.RUNNING,
+            attempts=F("attempts") + 1,
+            lease_until=now + lease(),
+            worker=worker_name()[:200],
+        )
+        if not taken:
+            return None
+        attempt: int = model.objects.values_list("attempts", flat=True).get(pk=pk)
     return attempt
 
 
@@ -76,36 +77,68 @@ def finish(model: Job, pk: int, attempt: int, **fields: Any) -> None:
         raise LeaseLost(f"{model.__name__} {pk}: attempt {attempt} lost its lease")
 
 
+class Hold:
+    """A held job's lease, renewed by a thread while the work runs (`holding`)."""
+
+    def __init__(self, model: Job, pk: int, attempt: int) -> None:
+        self.model, self.pk, self.attempt = model, pk, attempt
+        self.stop = threading.Event()
+        self.lost = threading.Event()
+        """Set once the lease is found taken over: the work's result would be refused."""
+
+    def check(self) -> None:
+        """Raise LeaseLost when the lease went to another attempt (call it between
+        steps of a long job, so it stops early)."""
+        if self.lost.is_set():
+            raise LeaseLost(f"{self.model.__name__} {self.pk}: attempt {self.attempt} lost it")
+
+    def renew(self) -> None:
+        """Renew every third of the lease; after a failed renewal (a busy database) try
+        again each second, so one slow write cannot let the lease run out."""
+        every = settings.JOB_LEASE_SECONDS / 3
+        wait = every
+        try:
+            while not self.stop.wait(wait):
+                try:
+                    _short_busy_wait()
+                    held = self.model.objects.filter(
+                        pk=self.pk, attempts=self.attempt, status=self.model.Status.RUNNING
+                    ).update(lease_until=timezone.now() + lease())
+                except Exception:
+                    logger.warning(
+                        "could not renew the lease of %s %s", self.model.__name__, self.pk
+                    )
+                    connection.close()  # a broken connection is opened again next time
+                    wait = min(1.0, every)
+                    continue
+                if not held:
+                    self.lost.set()
+                    return
+                wait = every
+        finally:
+            connection.close()
+
+
+def _short_busy_wait() -> None:
+    # A renewal blocked behind a long write fails after 5 s and is tried again,
+    # rather than waiting out SQLite's whole busy timeout while the lease runs out.
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA busy_timeout = 5000")
+
+
 @contextmanager
-def holding(model: Job, pk: int, attempt: int) -> Iterator[None]:
-    """Renew the job's lease every third of it while the body runs (a long import
-    holds its job past one lease)."""
-    stop = threading.Event()
-    renewer = threading.Thread(
-        target=_renew, args=(model, pk, attempt, stop), name=f"lease-{pk}", daemon=True
-    )
+def holding(model: Job, pk: int, attempt: int) -> Iterator[Hold]:
+    """Renew the job's lease while the body runs (a long import holds its job past one
+    lease); the Hold says whether it was lost."""
+    hold = Hold(model, pk, attempt)
+    renewer = threading.Thread(target=hold.renew, name=f"lease-{pk}", daemon=True)
     renewer.start()
     try:
-        yield
+        yield hold
     finally:
-        stop.set()
+        hold.stop.set()
         renewer.join()
-
-
-def _renew(model: Job, pk: int, attempt: int, stop: threading.Event) -> None:
-    every = settings.JOB_LEASE_SECONDS / 3
-    try:
-        while not stop.wait(every):
-            try:
-                model.objects.filter(pk=pk, attempts=attempt, status=model.Status.RUNNING).update(
-                    lease_until=timezone.now() + lease()
-                )
-            except Exception:
-                # A busy database now and then must not end the job; the next renewal
-                # still comes before the lease runs out.
-                logger.warning("could not renew the lease of %s %s", model.__name__, pk)
-    finally:
-        connection.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +169,9 @@ def reap(*, queue_empty: bool, now: datetime | None = None) -> Reaped:
 def _reap(model: Job, now: datetime, queue_empty: bool) -> tuple[list[int], list[int]]:
     status = model.Status
     with transaction.atomic():
+        # No lease at all: left running before leases existed (migration 0018).
         expired = model.objects.select_for_update().filter(
-            status=status.RUNNING, lease_until__lt=now
+            Q(lease_until__lt=now) | Q(lease_until__isnull=True), status=status.RUNNING
         )
         rows = list(expired.values_list("pk", "attempts"))
         again = [pk for pk, attempts in rows if attempts < settings.JOB_ATTEMPTS]

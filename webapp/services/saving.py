@@ -13,7 +13,7 @@ timeout.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -124,12 +124,14 @@ def begin(run: core.Run, *, owner: AbstractBaseUser | None, upload: Upload | Non
     return _create(run, owner, upload, Visibility.PRIVATE, "", ready=False)
 
 
-def fill(stored: Run, run: core.Run) -> None:
+def fill(stored: Run, run: core.Run, between: Callable[[], None] = lambda: None) -> None:
     """Count and write the messages of `run` into the staged `stored`, STAGE_ROWS at a
     time, each batch in its own short transaction, so neither memory nor the write
-    lock grows with the file; then its skeletons."""
+    lock grows with the file; then its skeletons. `between` is called before each
+    batch (it raises to stop: a job that lost its lease)."""
     chosen = dict(ESTIMATORS)
     for start in range(0, len(run.messages), STAGE_ROWS):
+        between()
         batch = run.messages[start : start + STAGE_ROWS]
         rows = [message_row(stored, start + i, m, chosen) for i, m in enumerate(batch)]
         with transaction.atomic():
@@ -144,15 +146,27 @@ def fill(stored: Run, run: core.Run) -> None:
 def publish(staged: Sequence[Run], owner: AbstractBaseUser | None) -> list[Run]:
     """Show staged runs, joined to their sessions' collections (call it in the
     transaction that records the import done)."""
-    Run.all_objects.filter(pk__in=[r.pk for r in staged]).update(ready=True)
+    shown = Run.all_objects.filter(pk__in=[r.pk for r in staged], ready=False).update(ready=True)
+    if shown != len(staged):
+        raise RuntimeError(f"{len(staged) - shown} staged run(s) were deleted meanwhile")
     shown = list(Run.objects.filter(pk__in=[r.pk for r in staged]).order_by("pk"))
     join_sessions(owner, shown)
     return shown
 
 
 def drop(runs: Sequence[Run]) -> None:
-    """Delete staged runs (an import that failed), each in its own transaction."""
+    """Delete staged runs (an import that failed), their messages STAGE_ROWS per
+    transaction, so deleting a big one holds no long write lock."""
     for run in runs:
+        if not Run.all_objects.filter(pk=run.pk, ready=False).exists():
+            continue
+        while True:
+            with transaction.atomic():
+                batch = Message.objects.filter(run_id=run.pk).values_list("pk", flat=True)
+                ids = list(batch[:STAGE_ROWS])
+                Message.objects.filter(pk__in=ids).delete()
+            if len(ids) < STAGE_ROWS:
+                break
         with transaction.atomic():
             Run.all_objects.filter(pk=run.pk, ready=False).delete()
 

@@ -68,6 +68,13 @@ def append_once(
     already: then its answer is returned and nothing changes. A replacing append (a
     `start`) must say the revision it was made against (`if_revision`); a stale one
     raises StaleAppend and changes nothing. Returns the answer, kept with the key."""
+    if key:
+        # A retry seen before is answered without counting anything (receipts are
+        # never changed once written).
+        seen = AppendReceipt.objects.filter(run=run, key=key).first()
+        if seen is not None:
+            answered: dict[str, Any] = seen.answer
+            return answered
     rows = _rows(messages)  # counted before the write lock is taken
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
@@ -174,7 +181,8 @@ def sync_file(
         _update_header(stored, run)
         start = _first_difference(stored, run)
         if start < len(run.messages) or start < stored.message_count:
-            append_messages(stored, run.messages[start:], start)
+            tail = run.messages[start:]
+            append_messages(stored, tail, start, _rows(tail))
             changed.append((stored, len(run.messages) - start))
     return changed
 

@@ -166,3 +166,15 @@ def test_unsupported_version_is_named():
 def test_byte_order_mark_is_ignored():
     (run,) = parse_stream("bom.json", io.BytesIO(b"\xef\xbb\xbf" + json.dumps(DOC).encode())).runs
     assert run.title == "demo"
+
+
+def test_a_one_line_document_with_bad_utf8_names_the_line_and_column():
+    data = b'{"contextsim": 1, "runs": [{"messages": [{"role": "user", "content": "caf\xe9"}]}]}'
+    with pytest.raises(FormatError, match=r"line 1: not valid UTF-8 \(byte 0xe9 at column 74\)"):
+        parse_stream("x.json", io.BytesIO(data))
+
+
+def test_a_jsonl_file_with_bad_utf8_on_its_first_line_is_refused_at_once():
+    data = b'{"type": "message", "content": "caf\xe9"}\n' + lines(HEADER) * 3
+    with pytest.raises(FormatError, match=r"line 1: not valid UTF-8 \(byte 0xe9 at column 36\)"):
+        parse_stream("x.jsonl", io.BytesIO(data))
