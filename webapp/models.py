@@ -79,6 +79,10 @@ class ImportJob(models.Model):
     again = models.BooleanField(default=False)
     """Import even though the same file was imported before (the person asked)."""
     worker = models.CharField(max_length=200, blank=True)
+    stage = models.CharField(max_length=10, blank=True)
+    """While running: "reading" the file, "writing" its messages, "finishing"."""
+    messages_written = models.PositiveIntegerField(default=0)
+    messages_total = models.PositiveIntegerField(default=0)
     attempts = models.PositiveSmallIntegerField(default=0)
     """Times a worker has taken it (webapp.services.jobs)."""
     lease_until = models.DateTimeField(null=True, blank=True)

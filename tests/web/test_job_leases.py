@@ -257,3 +257,23 @@ def test_a_worker_whose_lease_was_taken_over_stops_between_batches(alice, settin
             time.sleep(0.1)
         with pytest.raises(jobs.LeaseLost):
             hold.check()
+
+
+def test_the_upload_page_shows_how_far_a_running_import_is(alice, alice_client, monkeypatch):
+    monkeypatch.setattr(saving, "STAGE_ROWS", 1)
+    job = _job(alice)
+    url = reverse("import-status", args=[job.public_id])
+    seen: list[str] = []
+    real = imports._progress
+
+    def spy(job, stage, written=0, total=0):
+        real(job, stage, written, total)
+        seen.append(" ".join(alice_client.get(url).content.decode().split()))
+
+    monkeypatch.setattr(imports, "_progress", spy)
+    done = imports.run_import(job.pk)
+    assert done.status == "done" and done.messages_written == done.messages_total == 5
+    assert "Reading the file…" in seen[0]
+    assert any("Counting and saving messages: 2 of 5…" in page for page in seen)
+    assert any('<progress max="5" value="2">' in page for page in seen)
+    assert "Building the skeletons…" in seen[-1]

@@ -81,12 +81,22 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
                 format=earlier.job.format,
             )
             return
+        _progress(job, "reading")
         parsed = _parse_upload(upload)
         if not parsed.runs:
             raise FormatError(upload.original_name, "", "the file holds no conversation")
+        total = sum(len(run.messages) for run in parsed.runs)
+        before = 0
         for run in parsed.runs:
             staged.append(saving.begin(run, owner=upload.owner, upload=upload))
-            saving.fill(staged[-1], run, between=hold.check)
+
+            def written(n: int, before: int = before) -> None:
+                hold.check()
+                _progress(job, "writing", before + n, total)
+
+            saving.fill(staged[-1], run, written)
+            before += len(run.messages)
+        _progress(job, "finishing", total, total)
         with transaction.atomic():
             jobs.finish(
                 ImportJob,
@@ -108,6 +118,13 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
         saving.drop(staged)
         error = f"{upload.original_name}: internal error while importing (see the server log)"
         jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.FAILED, error=error)
+
+
+def _progress(job: ImportJob, stage: str, written: int = 0, total: int = 0) -> None:
+    """Say on the job how far it is (the upload page polls it)."""
+    ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.RUNNING).update(
+        stage=stage, messages_written=written, messages_total=total
+    )
 
 
 def _imported_before(upload: Upload) -> Upload | None:

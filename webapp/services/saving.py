@@ -124,18 +124,20 @@ def begin(run: core.Run, *, owner: AbstractBaseUser | None, upload: Upload | Non
     return _create(run, owner, upload, Visibility.PRIVATE, "", ready=False)
 
 
-def fill(stored: Run, run: core.Run, between: Callable[[], None] = lambda: None) -> None:
+def fill(stored: Run, run: core.Run, written: Callable[[int], None] = lambda n: None) -> None:
     """Count and write the messages of `run` into the staged `stored`, STAGE_ROWS at a
     time, each batch in its own short transaction, so neither memory nor the write
-    lock grows with the file; then its skeletons. `between` is called before each
-    batch (it raises to stop: a job that lost its lease)."""
+    lock grows with the file; then its skeletons. `written` is told how many messages
+    are written before each batch and at the end (it may raise to stop: a job that
+    lost its lease)."""
     chosen = dict(ESTIMATORS)
     for start in range(0, len(run.messages), STAGE_ROWS):
-        between()
+        written(start)
         batch = run.messages[start : start + STAGE_ROWS]
         rows = [message_row(stored, start + i, m, chosen) for i, m in enumerate(batch)]
         with transaction.atomic():
             Message.objects.bulk_create(rows, batch_size=BATCH)
+    written(len(run.messages))
     # The counts are memoized by content, so the skeletons count nothing again.
     skeletons = {
         name: storable(skeleton.to_dict(skeleton.build(run, est))) for name, est in chosen.items()
