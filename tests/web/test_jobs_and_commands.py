@@ -188,3 +188,14 @@ def test_serve_migrates_starts_a_worker_and_serves_the_dashboard(tmp_path: Path)
             server.wait(timeout=30)
         subprocess.run(["pkill", "-g", str(server.pid)], check=False)
     assert (tmp_path / "contextsim.sqlite3").exists()
+
+
+def test_an_import_status_link_opens_a_whole_page_and_htmx_gets_the_partial(alice):
+    job = import_bytes(alice, "a.json", json.dumps(NATIVE).encode())
+    client = Client()
+    client.force_login(alice)
+    url = reverse("import-status", args=[job.public_id])
+    page = client.get(url).content.decode()
+    assert "<html" in page and f'id="job-{job.public_id}"' in page and "<form" in page
+    partial = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in partial and partial.lstrip().startswith('<div class="job job-done"')

@@ -110,4 +110,6 @@ def delete_run(request: HttpRequest, public_id: str) -> HttpResponse:
 @require_GET
 def import_status(request: HttpRequest, public_id: str) -> HttpResponse:
     job = runs.get_job(request.user, public_id)
-    return render(request, "upload.html#job", {"job": job})
+    if request.htmx:
+        return render(request, "upload.html#job", {"job": job})
+    return render(request, "upload.html", {"form": UploadForm(), "jobs": [job]})
