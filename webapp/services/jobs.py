@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -155,7 +155,6 @@ def reap(*, queue_empty: bool, now: datetime | None = None) -> Reaped:
     """Give jobs whose worker was lost back to the queue (or fail them after
     JOB_ATTEMPTS), and, when the broker's queue is empty, the queued jobs whose task
     was lost with its worker. Returns the ids the caller must send again."""
-    close_old_connections()
     now = now or timezone.now()
     imports, failed_imports = _reap(ImportJob, now, queue_empty)
     for upload in Upload.objects.filter(job__pk__in=failed_imports):
