@@ -88,6 +88,11 @@ class Tiktoken:
         self.label = label
 
     def count(self, text: str) -> int:
+        if not text.isascii():
+            # Handing a str to the tokenizer makes CPython keep its UTF-8 form inside
+            # that str for as long as it lives: for a run's messages, a second copy of
+            # every non-ASCII text. A short-lived copy takes that cache with it.
+            text = text[:-1] + text[-1:]
         return len(encoding(self.encoding_name).encode_ordinary(text))
 
 

@@ -4,6 +4,7 @@ message counting with overhead and memo."""
 from __future__ import annotations
 
 import hashlib
+import sys
 
 import pytest
 import tiktoken
@@ -101,3 +102,13 @@ def test_seeded_counts_are_used_instead_of_tokenizing_again():
     assert count_message(message, ESTIMATORS["o200k"]) == 12_345
     other = Message("tool", (ToolResultPart("c1", "a different result"),))
     assert count_message(other, ESTIMATORS["o200k"]) < 100
+
+
+@pytest.mark.parametrize("name", ["cl100k", "o200k"])
+def test_counting_leaves_no_utf8_copy_inside_the_text(name: str):
+    # CPython keeps a str's UTF-8 form inside it once a C extension asks for it: a
+    # run's non-ASCII messages would be held twice for as long as the run.
+    text = "результат ответа 结果 " * 2_000
+    before = sys.getsizeof(text)
+    assert ESTIMATORS[name].count(text) > 0
+    assert sys.getsizeof(text) == before
