@@ -8,7 +8,7 @@ on every machine), each about BENCH_IMPORT_MB (default 200) MB:
 - a Claude Code session (JSONL: user turns, assistant tool calls with usage, tool
   results).
 
-Peak memory is the import process's maximum resident set size (wait4's ru_maxrss).
+Peak memory is the import process's own high-water resident set size (VmHWM).
 """
 
 from __future__ import annotations
@@ -111,6 +111,20 @@ def _claude(path: Path, size: int) -> None:
             out.write(line + "\n")
 
 
+IMPORT = """
+import os, sys
+import django
+from django.core.management import call_command
+django.setup()
+call_command("import_run", sys.argv[1], owner="bench")
+status = open("/proc/self/status").read()
+print("peak_kb", status.split("VmHWM:")[1].split()[0], file=sys.stderr)
+"""
+"""`manage.py import_run` in a process that reports its own peak (VmHWM): a child's
+ru_maxrss from wait4 also counts the parent's size at the fork, which Linux carries
+over the exec."""
+
+
 def _import(path: Path, data_dir: Path) -> tuple[float, float, str]:
     """Seconds and peak MB of `manage.py import_run path`, and what it printed."""
     env = {
@@ -123,20 +137,18 @@ def _import(path: Path, data_dir: Path) -> tuple[float, float, str]:
         [sys.executable, "manage.py", "migrate", "--verbosity=0"], cwd=ROOT, env=env, check=True
     )
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "manage.py", "import_run", str(path), "--owner", "bench"],
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT, str(path)],
         cwd=ROOT,
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
+        text=True,
     )
-    out = proc.stdout.read().decode() if proc.stdout else ""
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - started
-    if status != 0:
-        raise RuntimeError(f"import_run {path.name} failed: {err[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024, out.strip()
+    peak = re.search(r"peak_kb (\d+)", done.stderr)
+    if done.returncode != 0 or peak is None:
+        raise RuntimeError(f"import_run {path.name} failed: {done.stderr[-2000:]}")
+    return seconds, int(peak[1]) / 1024, done.stdout.strip()
 
 
 def run() -> list[Figure]:
