@@ -14,11 +14,13 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from contextsim.estimators import ESTIMATORS
 from contextsim.formats import parse_stream
 from contextsim.sweep import Config
 from tests.web.test_import_service import NATIVE
 from webapp import tasks
-from webapp.models import ImportJob, Message, Run, Sweep, SweepCell
+from webapp.derived import build_skeleton
+from webapp.models import ImportJob, Message, Run, RunSkeleton, Sweep, SweepCell
 from webapp.services import imports, jobs, saving, sweeps
 from webapp.services.sweeps import create_sweep
 
@@ -277,3 +279,17 @@ def test_the_upload_page_shows_how_far_a_running_import_is(alice, alice_client, 
     assert any("Counting and saving messages: 2 of 5…" in page for page in seen)
     assert any('<progress max="5" value="2">' in page for page in seen)
     assert "Building the skeletons…" in seen[-1]
+
+
+def test_a_staged_run_gets_every_estimators_skeleton_equal_to_one_built_from_the_store(alice):
+
+    parsed = parse_stream("log.json", BytesIO(json.dumps(NATIVE).encode()))
+    staged = saving.begin(parsed.runs[0], owner=alice, upload=None)
+    saving.fill(staged, parsed.runs[0])
+    saving.publish([staged], alice)
+    stored = {s.estimator: s.data for s in RunSkeleton.objects.filter(run=staged)}
+    assert sorted(stored) == sorted(ESTIMATORS)
+    RunSkeleton.objects.filter(run=staged, estimator="o200k").delete()
+    staged.refresh_from_db()
+    rebuilt = json.loads(json.dumps(build_skeleton(staged, "o200k", ESTIMATORS["o200k"])))
+    assert rebuilt == stored["o200k"]

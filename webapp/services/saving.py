@@ -138,11 +138,13 @@ def fill(stored: Run, run: core.Run, written: Callable[[int], None] = lambda n: 
         with transaction.atomic():
             Message.objects.bulk_create(rows, batch_size=BATCH)
     written(len(run.messages))
-    # The counts are memoized by content, so the skeletons count nothing again.
-    skeletons = {
-        name: storable(skeleton.to_dict(skeleton.build(run, est))) for name, est in chosen.items()
-    }
-    _write_skeletons(stored, skeletons)
+    # The counts are memoized by content, so the skeletons count nothing again. One
+    # skeleton at a time, built and written: six held at once, with their JSON, were
+    # a large part of a big import's peak memory.
+    for name, est in chosen.items():
+        data = storable(skeleton.to_dict(skeleton.build(run, est)))
+        RunSkeleton.objects.create(run=stored, estimator=name, data=data)
+        del data
 
 
 def publish(staged: Sequence[Run], owner: AbstractBaseUser | None) -> list[Run]:
