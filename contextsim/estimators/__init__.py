@@ -138,19 +138,30 @@ def count_parts(message: Message, estimator: Estimator) -> int:
     return total
 
 
-_MEMO: dict[tuple[str, str], int] = {}
-_MEMO_LIMIT = 200_000
+_MEMO: dict[str, dict[str, int]] = {}
+"""Content key -> {estimator name: tokens}: one entry per distinct message, whatever
+the number of estimators (a big import counts tens of thousands of messages six
+times; one small dict per message is a fifth of the memory of one entry per pair)."""
+_MEMO_LIMIT = 100_000
 
 
-def count_message(message: Message, estimator: Estimator) -> int:
-    """Tokens of `message` by `estimator`, overhead included; memoized by content hash."""
-    key = (estimator.name, content_key(message))
-    found = _MEMO.get(key)
+def count_message(message: Message, estimator: Estimator, key: str | None = None) -> int:
+    """Tokens of `message` by `estimator`, overhead included; memoized by content hash
+    (`key`, when the caller has it: content_key(message))."""
+    counts = _known(key or content_key(message))
+    found = counts.get(estimator.name)
     if found is None:
+        found = counts[estimator.name] = count_parts(message, estimator) + MESSAGE_OVERHEAD
+    return found
+
+
+def _known(key: str) -> dict[str, int]:
+    counts = _MEMO.get(key)
+    if counts is None:
         if len(_MEMO) >= _MEMO_LIMIT:
             _MEMO.clear()
-        found = _MEMO[key] = count_parts(message, estimator) + MESSAGE_OVERHEAD
-    return found
+        counts = _MEMO[key] = {}
+    return counts
 
 
 def seed_counts(known: Iterable[tuple[str, str, int]]) -> None:
@@ -158,9 +169,7 @@ def seed_counts(known: Iterable[tuple[str, str, int]]) -> None:
     with overhead), e.g. those stored at import, so that building a skeleton again does
     not tokenize those messages again."""
     for name, key, tokens in known:
-        if len(_MEMO) >= _MEMO_LIMIT:
-            _MEMO.clear()
-        _MEMO[(name, key)] = tokens
+        _known(key)[name] = tokens
 
 
 def count_all(message: Message) -> dict[str, int]:

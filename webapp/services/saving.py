@@ -243,6 +243,7 @@ def message_row(
     """The unsaved row of `message`, counted by every one of `estimators`; `run` may be
     set later, before it is written."""
     usage = message.usage
+    key = content_key(message)
     return Message(
         run=run,
         index=index,
@@ -251,8 +252,8 @@ def message_row(
         parts=[storable(part_to_dict(p)) for p in message.parts],
         compact_summary=message.compact_summary,
         tool_names=", ".join(c.name for c in message.tool_calls)[:500],
-        content_hash=content_key(message),
-        counts={name: count_message(message, est) for name, est in estimators.items()},
+        content_hash=key,
+        counts={name: count_message(message, est, key) for name, est in estimators.items()},
         usage_input=usage.input_tokens if usage else None,
         usage_cache_read=usage.cache_read if usage else None,
         usage_cache_write=usage.cache_write if usage else None,
