@@ -54,8 +54,9 @@ class Upload(models.Model):
         return self.original_name
 
 
-class ImportJob(models.Model):
-    """The import of one upload, run in the request for small files or by a worker."""
+class Job(models.Model):
+    """What every background job row has (an import, a sweep cell): its state, and the
+    lease by which a worker holds it (webapp.services.jobs)."""
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -63,26 +64,10 @@ class ImportJob(models.Model):
         DONE = "done"
         FAILED = "failed"
 
-    public_id = models.CharField(max_length=16, unique=True, default=new_public_id)
-    upload = models.OneToOneField(Upload, on_delete=models.CASCADE, related_name="job")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     error = models.TextField(blank=True)
-    warnings = models.JSONField(default=list, blank=True)
-    format = models.CharField(max_length=30, blank=True)
-    created = models.DateTimeField(auto_now_add=True)
-    finished = models.DateTimeField(null=True, blank=True)
-    duplicate_of = models.ForeignKey(
-        "Upload", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    """An earlier upload of the same owner with the same bytes: nothing was imported
-    again (its runs are linked instead) unless the person asked for it."""
-    again = models.BooleanField(default=False)
-    """Import even though the same file was imported before (the person asked)."""
     worker = models.CharField(max_length=200, blank=True)
-    stage = models.CharField(max_length=10, blank=True)
-    """While running: "reading" the file, "writing" its messages, "finishing"."""
-    messages_written = models.PositiveIntegerField(default=0)
-    messages_total = models.PositiveIntegerField(default=0)
+    finished = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     """Times a worker has taken it (webapp.services.jobs)."""
     lease_until = models.DateTimeField(null=True, blank=True)
@@ -99,10 +84,34 @@ class ImportJob(models.Model):
             return ""
         return f"attempt {attempt} of {settings.JOB_ATTEMPTS}"
 
+    class Meta:
+        abstract = True
+
+
+class ImportJob(Job):
+    """The import of one upload, run in the request for small files or by a worker."""
+
+    public_id = models.CharField(max_length=16, unique=True, default=new_public_id)
+    upload = models.OneToOneField(Upload, on_delete=models.CASCADE, related_name="job")
+    warnings = models.JSONField(default=list, blank=True)
+    format = models.CharField(max_length=30, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    duplicate_of = models.ForeignKey(
+        "Upload", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    """An earlier upload of the same owner with the same bytes: nothing was imported
+    again (its runs are linked instead) unless the person asked for it."""
+    again = models.BooleanField(default=False)
+    """Import even though the same file was imported before (the person asked)."""
+    stage = models.CharField(max_length=10, blank=True)
+    """While running: "reading" the file, "writing" its messages, "finishing"."""
+    messages_written = models.PositiveIntegerField(default=0)
+    messages_total = models.PositiveIntegerField(default=0)
+
 
 class ReadyRuns(models.Manager["Run"]):
     """Runs whose import has finished: an import still writing its messages in batches
-    (webapp.services.saving.stage) is seen by no page, search or API."""
+    (webapp.services.saving.begin, fill) is seen by no page, search or API."""
 
     def get_queryset(self) -> models.QuerySet[Run]:
         return super().get_queryset().filter(ready=True)
@@ -294,39 +303,14 @@ class Sweep(models.Model):
         return self.title
 
 
-class SweepCell(models.Model):
+class SweepCell(Job):
     """One (run, configuration) of a sweep: its outcome (contextsim.sweep.Outcome as a
     dict) once a worker has simulated it, or the error that stopped it."""
-
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
 
     sweep = models.ForeignKey(Sweep, on_delete=models.CASCADE, related_name="cells")
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
     config = models.PositiveIntegerField()
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     outcome = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    worker = models.CharField(max_length=200, blank=True)
-    finished = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    """Times a worker has taken it (webapp.services.jobs)."""
-    lease_until = models.DateTimeField(null=True, blank=True)
-    """While running: the worker holding it renews this; past it, the worker is lost."""
-    sent = models.DateTimeField(default=timezone.now)
-    """When its task was last given to the broker."""
-
-    @property
-    def retrying(self) -> str:
-        """ "attempt 2 of 3" while on a second or later attempt (a worker was lost), else
-        empty."""
-        attempt = self.attempts + (self.status == self.Status.QUEUED)
-        if self.status not in (self.Status.QUEUED, self.Status.RUNNING) or attempt < 2:
-            return ""
-        return f"attempt {attempt} of {settings.JOB_ATTEMPTS}"
 
     class Meta:
         constraints = [

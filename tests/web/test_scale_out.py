@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -42,32 +43,42 @@ def _require(name: str, address: tuple[str, int]) -> None:
         pytest.skip(message)
 
 
-@pytest.fixture
-def environment(tmp_path: Path) -> Iterator[dict[str, str]]:
+@contextmanager
+def postgres_and_redis(prefix: str, redis_db: int) -> Iterator[dict[str, str]]:
+    """A new PostgreSQL database and an emptied Redis database, dropped and emptied
+    after: the DATABASE_URL and CELERY_BROKER_URL to run against them. Skipped (failed
+    in CI) where either service is not running."""
     _require("PostgreSQL", PG)
     _require("Redis", REDIS)
     import psycopg
     import redis
 
-    name = f"contextsim_scaleout_{secrets.token_hex(4)}"
+    name = f"{prefix}_{secrets.token_hex(4)}"
     admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True)
     admin.execute(f'CREATE DATABASE "{name}"')
-    broker = redis.Redis(*REDIS, db=REDIS_DB)
+    broker = redis.Redis(*REDIS, db=redis_db)
     broker.flushdb()
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{name}",
-        "CELERY_BROKER_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
-        "CONTEXTSIM_DATA_DIR": str(tmp_path / "data"),
-        "CONTEXTSIM_LOCAL_USER": "",
-        "DJANGO_SETTINGS_MODULE": "webapp.settings",
-    }
     try:
-        yield env
+        yield {
+            "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{name}",
+            "CELERY_BROKER_URL": f"redis://127.0.0.1:6379/{redis_db}",
+        }
     finally:
         broker.flushdb()
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
+
+
+@pytest.fixture
+def environment(tmp_path: Path) -> Iterator[dict[str, str]]:
+    with postgres_and_redis("contextsim_scaleout", REDIS_DB) as found:
+        yield {
+            **os.environ,
+            **found,
+            "CONTEXTSIM_DATA_DIR": str(tmp_path / "data"),
+            "CONTEXTSIM_LOCAL_USER": "",
+            "DJANGO_SETTINGS_MODULE": "webapp.settings",
+        }
 
 
 def _manage(env: dict[str, str], *args: str) -> str:

@@ -17,7 +17,6 @@ import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +27,8 @@ import pytest
 from contextsim.demo import demo_runs
 from contextsim.formats.native import VERSION, run_to_dict
 from tests.conftest import ROOT
-from tests.web.test_scale_out import PG, REDIS, _manage, _require
+from tests.web.test_scale_out import REDIS, _manage, _require, postgres_and_redis
+from webapp.management.commands.serve import worker_command
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("DATABASE_URL")),
@@ -60,24 +60,8 @@ def environment(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict
         env["CELERY_BROKER_URL"] = "filesystem://"
         yield env
         return
-    _require("PostgreSQL", PG)
-    _require("Redis", REDIS)
-    import psycopg
-    import redis
-
-    name = f"contextsim_crash_{os.getpid()}_{int(time.time())}"
-    admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True)
-    admin.execute(f'CREATE DATABASE "{name}"')
-    broker = redis.Redis(*REDIS, db=REDIS_DB)
-    broker.flushdb()
-    env["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{name}"
-    env["CELERY_BROKER_URL"] = f"redis://127.0.0.1:6379/{REDIS_DB}"
-    try:
-        yield env
-    finally:
-        broker.flushdb()
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
+    with postgres_and_redis("contextsim_crash", REDIS_DB) as found:
+        yield {**env, **found}
 
 
 def _rows(env: dict[str, str], sql: str) -> list[tuple[Any, ...]]:
@@ -99,21 +83,7 @@ class Worker:
         self.log = log
         schedule = Path(env["CONTEXTSIM_DATA_DIR"]) / "celerybeat-schedule"
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "webapp",
-                "worker",
-                "--beat",
-                f"--schedule={schedule}",
-                "--concurrency=2",
-                "--loglevel=INFO",
-                f"--logfile={log}",
-                "--without-gossip",
-                "--without-mingle",
-            ],
+            worker_command(str(schedule), "--loglevel=INFO", f"--logfile={log}"),
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,

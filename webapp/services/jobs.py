@@ -35,7 +35,7 @@ from webapp.services import saving
 
 logger = logging.getLogger(__name__)
 
-Job = type[ImportJob] | type[SweepCell]
+JobModel = type[ImportJob] | type[SweepCell]
 WORKER_LOST = "worker lost"
 
 
@@ -52,7 +52,7 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def claim(model: Job, pk: int) -> int | None:
+def claim(model: JobModel, pk: int) -> int | None:
     """Take the queued job `pk` for this process: its attempt number, or None when it
     is not queued (done, failed, or held by another worker)."""
     now = timezone.now()
@@ -69,7 +69,7 @@ def claim(model: Job, pk: int) -> int | None:
     return attempt
 
 
-def finish(model: Job, pk: int, attempt: int, **fields: Any) -> None:
+def finish(model: JobModel, pk: int, attempt: int, **fields: Any) -> None:
     """Write the job's final state (in the caller's transaction, with its result), or
     raise LeaseLost when attempt `attempt` no longer holds it."""
     held = model.objects.filter(pk=pk, attempts=attempt, status=model.Status.RUNNING)
@@ -80,7 +80,7 @@ def finish(model: Job, pk: int, attempt: int, **fields: Any) -> None:
 class Hold:
     """A held job's lease, renewed by a thread while the work runs (`holding`)."""
 
-    def __init__(self, model: Job, pk: int, attempt: int) -> None:
+    def __init__(self, model: JobModel, pk: int, attempt: int) -> None:
         self.model, self.pk, self.attempt = model, pk, attempt
         self.stop = threading.Event()
         self.lost = threading.Event()
@@ -128,7 +128,7 @@ def _short_busy_wait() -> None:
 
 
 @contextmanager
-def holding(model: Job, pk: int, attempt: int) -> Iterator[Hold]:
+def holding(model: JobModel, pk: int, attempt: int) -> Iterator[Hold]:
     """Renew the job's lease while the body runs (a long import holds its job past one
     lease); the Hold says whether it was lost."""
     hold = Hold(model, pk, attempt)
@@ -165,7 +165,7 @@ def reap(*, queue_empty: bool, now: datetime | None = None) -> Reaped:
     return Reaped(imports, cells, len(failed_imports) + len(failed_cells))
 
 
-def _reap(model: Job, now: datetime, queue_empty: bool) -> tuple[list[int], list[int]]:
+def _reap(model: JobModel, now: datetime, queue_empty: bool) -> tuple[list[int], list[int]]:
     status = model.Status
     with transaction.atomic():
         # No lease at all: left running before leases existed (migration 0018).

@@ -67,7 +67,10 @@ def write(
     for row in prepared.messages:
         row.run = stored
     Message.objects.bulk_create(prepared.messages, batch_size=BATCH)
-    _write_skeletons(stored, prepared.skeletons)
+    RunSkeleton.objects.bulk_create(
+        RunSkeleton(run=stored, estimator=name, data=data)
+        for name, data in prepared.skeletons.items()
+    )
     return stored
 
 
@@ -109,12 +112,6 @@ def _create(
         requests_with_usage=len(measured),
         peak_measured_context=max(measured) if measured else None,
         tool_call_count=sum(len(m.tool_calls) for m in run.messages),
-    )
-
-
-def _write_skeletons(stored: Run, skeletons: dict[str, Any]) -> None:
-    RunSkeleton.objects.bulk_create(
-        RunSkeleton(run=stored, estimator=name, data=data) for name, data in skeletons.items()
     )
 
 

@@ -92,20 +92,7 @@ class Worker:
         self.keeper.start()
 
     def _start(self) -> subprocess.Popen[bytes]:
-        command = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "webapp",
-            "worker",
-            "--beat",
-            f"--schedule={settings.CELERY_BEAT_SCHEDULE_FILENAME}",
-            "--loglevel=WARNING",
-            "--concurrency=2",
-            "--without-gossip",
-            "--without-mingle",
-        ]
+        command = worker_command(settings.CELERY_BEAT_SCHEDULE_FILENAME)
         self.say(f"Starting a Celery worker on {settings.CELERY_BROKER_URL.split('://')[0]}://")
         return subprocess.Popen(
             command, env={**os.environ, "CONTEXTSIM_LOCAL_USER": settings.LOCAL_USER}
@@ -129,6 +116,25 @@ class Worker:
             self.process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             self.process.kill()
+
+
+def worker_command(schedule: str, *options: str) -> list[str]:
+    """The worker `serve` runs: two processes, with celery beat inside (the job reaper)
+    keeping its schedule in the file `schedule`; `options` are added (a log file)."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "webapp",
+        "worker",
+        "--beat",
+        f"--schedule={schedule}",
+        "--concurrency=2",
+        "--without-gossip",
+        "--without-mingle",
+        *(options or ("--loglevel=WARNING",)),
+    ]
 
 
 def public_hosts(allowed: list[str]) -> list[str]:
