@@ -28,7 +28,8 @@ from contextsim.estimators import ESTIMATORS
 from contextsim.model import Run
 from contextsim.policies import POLICIES
 from contextsim.simulate import Simulation, simulate
-from contextsim.skeleton import Skeleton, build
+from contextsim.skeleton import Skeleton
+from contextsim.skeleton_builder import build
 
 BUDGET = 400_000
 HARD_LIMIT = 1_000_000

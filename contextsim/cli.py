@@ -30,7 +30,8 @@ from contextsim.problems import detect
 from contextsim.reconcile import Reconciliation
 from contextsim.report import load_runs, readable, simulation_summary
 from contextsim.simulate import REPLAY, reconciliation, simulate
-from contextsim.skeleton import Skeleton, build, reference_tokens
+from contextsim.skeleton import Skeleton
+from contextsim.skeleton_builder import build, reference_tokens
 
 
 def run_summary(run: Run) -> dict[str, Any]:

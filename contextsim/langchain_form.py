@@ -57,7 +57,14 @@ def langchain_form(
     run: Run,
 ) -> tuple[tuple[tuple[tuple[int, ...], ...], ...], tuple[tuple[int, ...], ...]]:
     """(pieces, call inputs) of every message's LangChain form, for Skeleton.langchain
-    and Skeleton.call_inputs.
+    and Skeleton.call_inputs (see LangChainForms)."""
+    forms = LangChainForms()
+    pairs = [forms.add(m) for m in run.messages]
+    return tuple(p for p, _ in pairs), tuple(c for _, c in pairs)
+
+
+class LangChainForms:
+    """The LangChain form of a run's messages, fed in order one at a time.
 
     The form is the one LangChain agents build: a system message is a SystemMessage; an
     assistant message an AIMessage whose content is its text (text and thinking joined
@@ -68,29 +75,29 @@ def langchain_form(
     tool message one HumanMessage after its ToolMessages (images as image blocks), and a
     user message with neither results nor text an empty HumanMessage.
     """
-    calls: dict[str, tuple[int, int, str, bool]] = {}
-    last_assistant = -1
-    forms: list[tuple[tuple[int, ...], ...]] = []
-    inputs: list[tuple[int, ...]] = []
-    for i, message in enumerate(run.messages):
+
+    def __init__(self) -> None:
+        self._calls: dict[str, tuple[int, int, str, bool]] = {}
+        self._last_assistant = -1
+        self._next = 0
+
+    def add(self, message: Message) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+        """(pieces, call inputs) of the next message."""
+        i = self._next
+        self._next += 1
         if message.role == "assistant":
             piece, call_inputs, parsed = _ai_piece(message)
             for position, (call, ok) in enumerate(zip(client_calls(message), parsed, strict=True)):
-                calls[call.id] = (i, position, call.name, ok)
-            last_assistant = i
-            forms.append((piece,))
-            inputs.append(call_inputs)
-            continue
-        inputs.append(())
+                self._calls[call.id] = (i, position, call.name, ok)
+            self._last_assistant = i
+            return (piece,), call_inputs
         if message.role == "system":
-            forms.append((_text_piece(0, message.text, len("system")),))
-            continue
-        pieces = [_tool_piece(r, calls, last_assistant) for r in message.tool_results]
+            return (_text_piece(0, message.text, len("system")),), ()
+        pieces = [_tool_piece(r, self._calls, self._last_assistant) for r in message.tool_results]
         images = sum(1 for p in message.parts if p.type == "image")
         if not pieces or message.text or images:
             pieces.append(_text_piece(1, message.text, len("user"), images))
-        forms.append(tuple(pieces))
-    return tuple(forms), tuple(inputs)
+        return tuple(pieces), ()
 
 
 def client_calls(message: Message) -> tuple[ToolCallPart, ...]:

@@ -22,7 +22,8 @@ from contextsim.policies import POLICIES
 from contextsim.policies.base import Context, Plan, Planner, Statics
 from contextsim.prices import model_facts, usage_cost
 from contextsim.reconcile import Reconciliation, fit, score
-from contextsim.skeleton import Skeleton, build, without_artifacts
+from contextsim.skeleton import Skeleton, without_artifacts
+from contextsim.skeleton_builder import build
 
 REPLAY = "as_logged"
 """The policy that replays the log (contextsim.policies.logged)."""

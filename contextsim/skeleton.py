@@ -1,38 +1,23 @@
 """The skeleton: a run reduced to counts and structure, what simulation works on.
 
-Built once per (run, estimator): every message's tokens, kind, user-turn and tool-round
-structure, plus the few facts detectors need (hashes of calls and results, error flags,
-the size of an offload preview) and the size of Deep Agents' stub for each big tool
-result (rendered by contextsim.stubs). Simulation never reads text and never tokenizes.
+Built once per (run, estimator) by contextsim.skeleton_builder: every message's tokens,
+kind, user-turn and tool-round structure, plus the few facts detectors need (hashes of
+calls and results, error flags, the size of an offload preview) and the size of Deep
+Agents' stub for each big tool result (rendered by contextsim.stubs). Simulation never
+reads text and never tokenizes.
 
 Units: tokens are integers under the skeleton's estimator; indexes are message indexes.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, fields, replace
 from itertools import accumulate
 
-from contextsim.estimators import MESSAGE_OVERHEAD, Estimator, count_message
-from contextsim.langchain_form import (
-    LangChainPiece,
-    approx_count,
-    client_calls,
-    langchain_form,
-)
+from contextsim.langchain_form import LangChainPiece, approx_count
 from contextsim.memo import per_skeleton
-from contextsim.model import (
-    KINDS,
-    Kind,
-    Message,
-    Run,
-    Usage,
-    request_bounds,
-)
-from contextsim.stubs import render_tool_stub
+from contextsim.model import KINDS, Kind, Usage
 
 KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
 PREVIEW_LINES = 5
@@ -41,23 +26,6 @@ STUB_MIN_CHARS = 20_000
 """Tool results over this many characters get their offload stub rendered at build, so
 its size is exact; that covers Deep Agents' default limit (80,000 characters) and any
 tool_token_limit down to 5,000 tokens of 4 characters."""
-
-# A final answer that gives lack of room as its reason to stop (English, Russian,
-# Chinese, Hungarian: the seed incident's languages).
-_SPACE_WORDS = re.compile(
-    "|".join(
-        (
-            r"sav\w* (?:some )?(?:space|room|context|tokens)",
-            r"context (?:window )?(?:is )?(?:nearly |almost )?full",
-            r"running out of (?:space|context|room)",
-            r"(?:сэконом|эконом)\w* мест",
-            r"мест\w* (?:заканчива|конча)",
-            r"节省空间|空间不足",
-            r"helyet takarít",
-        )
-    ),
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)
@@ -131,115 +99,6 @@ class Skeleton:
         return KINDS[self.kinds[i]]
 
 
-def preview_text(text: str, lines: int = PREVIEW_LINES) -> str:
-    """The first and last `lines` lines of `text`, or all of it when short."""
-    parts = text.splitlines()
-    if len(parts) <= 2 * lines:
-        return text
-    return "\n".join([*parts[:lines], "...", *parts[-lines:]])
-
-
-def _hash(*items: str) -> str:
-    h = hashlib.sha1()
-    for item in items:
-        h.update(item.encode("utf-8", "surrogatepass") + b"\0")
-    return h.hexdigest()[:16]
-
-
-def build(run: Run, estimator: Estimator) -> Skeleton:
-    """The skeleton of `run` under `estimator` (tokenizes each distinct message once,
-    and the stub of each tool result over STUB_MIN_CHARS characters)."""
-    calls: dict[str, tuple[int, str, str]] = {}
-    answers: list[int] = []
-    names: list[str] = []
-    call_keys: list[str] = []
-    result_keys: list[str] = []
-    errors: list[bool] = []
-    previews: list[int] = []
-    stub_tokens: list[tuple[int, ...]] = []
-    stub_chars: list[tuple[int, ...]] = []
-    for i, message in enumerate(run.messages):
-        for c in message.tool_calls:
-            calls[c.id] = (i, c.name, c.arguments)
-        results = message.tool_results
-        found = [calls[r.call_id] for r in results if r.call_id in calls]
-        answers.append(found[0][0] if found else -1)
-        names.append(",".join(sorted({f[1] for f in found})))
-        call_keys.append(_hash(*(f"{f[1]}\0{f[2]}" for f in found)) if results else "")
-        result_keys.append(_hash(*(r.text for r in results)) if results else "")
-        errors.append(bool(results) and all(r.is_error for r in results))
-        previews.append(_preview_tokens(message, estimator) if results else 0)
-        stubs = [
-            render_tool_stub(r.text, r.call_id) if len(r.text) > STUB_MIN_CHARS else ""
-            for r in results
-        ]
-        found_stub = any(stubs)
-        stub_tokens.append(tuple(estimator.count(t) for t in stubs) if found_stub else ())
-        stub_chars.append(tuple(len(t) for t in stubs) if found_stub else ())
-    bounds = request_bounds([m.role for m in run.messages])
-    forms, inputs = langchain_form(run)
-    last = run.messages[-1] if run.messages else None
-    final = last is not None and last.role == "assistant" and not last.tool_calls
-    return Skeleton(
-        title=run.title,
-        estimator=estimator.name,
-        tokens=tuple(count_message(m, estimator) for m in run.messages),
-        kinds=tuple(KIND_INDEX[m.kind] for m in run.messages),
-        roles=tuple(m.role for m in run.messages),
-        chars=tuple(_chars(m) for m in run.messages),
-        user_turn=tuple(m.is_user_turn for m in run.messages),
-        answers=tuple(answers),
-        result_count=tuple(len(m.tool_results) for m in run.messages),
-        tool_names=tuple(names),
-        call_key=tuple(call_keys),
-        result_key=tuple(result_keys),
-        is_error=tuple(errors),
-        preview_tokens=tuple(previews),
-        ends=tuple(e for e, _ in bounds),
-        responses=tuple(r for _, r in bounds),
-        usage=tuple(None if r is None else run.messages[r].usage for _, r in bounds),
-        final_answer=final,
-        final_mentions_space=bool(final and last and _SPACE_WORDS.search(last.text)),
-        subagent=run.subagent,
-        compactions=tuple(c.before_message for c in run.compactions),
-        argument_tokens=tuple(
-            tuple(estimator.count(c.arguments) for c in client_calls(m)) for m in run.messages
-        ),
-        langchain=forms,
-        call_inputs=inputs,
-        stub_tokens=tuple(stub_tokens),
-        stub_chars=tuple(stub_chars),
-        model=run.model,
-        context_window=run.context_window,
-        harness_version=run.harness_version,
-        compaction_request=run.compaction_request,
-        summaries=tuple(i for i, m in enumerate(run.messages) if m.compact_summary),
-        elisions=tuple(
-            (e.message, e.from_step, MESSAGE_OVERHEAD + estimator.count(e.text))
-            for e in run.elisions
-            if e.message < len(run.messages)
-        ),
-    )
-
-
-def _chars(message: Message) -> int:
-    total = 0
-    for part in message.parts:
-        if part.type in ("text", "thinking", "tool_result"):
-            total += len(part.text)
-        elif part.type == "tool_call":
-            total += len(part.name) + len(part.arguments)
-        elif part.type == "tool_spec":
-            total += len(part.definition)
-    return total
-
-
-def _preview_tokens(message: Message, estimator: Estimator) -> int:
-    return MESSAGE_OVERHEAD + sum(
-        estimator.count(preview_text(r.text)) for r in message.tool_results
-    )
-
-
 def langchain_pieces(sk: Skeleton, i: int) -> list[LangChainPiece]:
     """The LangChain form of message i (see langchain_form)."""
     return [LangChainPiece(*p) for p in sk.langchain[i]]
@@ -249,11 +108,6 @@ def approx_tokens(sk: Skeleton) -> list[int]:
     """Per message, count_tokens_approximately of its LangChain form."""
     # Raw tuples (type, content, other, last_line, images, call): this runs per message.
     return [sum(approx_count(p[1] + p[2], p[4]) for p in pieces) for pieces in sk.langchain]
-
-
-def reference_tokens(run: Run, estimator: Estimator) -> tuple[int, ...]:
-    """Per-message tokens by a reference estimator (for underestimate detection)."""
-    return tuple(count_message(m, estimator) for m in run.messages)
 
 
 def prefix_sums(values: Sequence[int]) -> list[int]:

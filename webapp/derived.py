@@ -6,6 +6,7 @@ and services both read through here; it imports only the models and the core."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import replace
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -16,52 +17,62 @@ from contextsim.estimator_report import compare_text, run_text
 from contextsim.estimators import ESTIMATORS, Estimator, seed_counts
 from contextsim.formats.native import parse_message
 from contextsim.skeleton import Skeleton, from_dict
+from contextsim.skeleton_builder import build
 from webapp.models import EstimatorReport, Message, Run, RunSkeleton
+
+MESSAGE_FIELDS = (
+    "index",
+    "role",
+    "parts",
+    "compact_summary",
+    "usage_input",
+    "usage_cache_read",
+    "usage_cache_write",
+    "usage_output",
+    "timestamp",
+)
+"""The columns `stored_message` reads, in its order."""
 
 
 def stored_run(run: Run) -> core.Run:
     """The core run of a stored run (text included)."""
-    messages = []
-    for index, role, parts, summary, u_in, u_read, u_write, u_out, when in (
-        Message.objects.filter(run=run)
-        .order_by("index")
-        .values_list(
-            "index",
-            "role",
-            "parts",
-            "compact_summary",
-            "usage_input",
-            "usage_cache_read",
-            "usage_cache_write",
-            "usage_output",
-            "timestamp",
-        )
-    ):
-        usage = (
-            None
-            if u_in is None
-            else {
-                "input_tokens": u_in,
-                "cache_read": u_read or 0,
-                "cache_write": u_write or 0,
-                "output_tokens": u_out or 0,
-            }
-        )
-        data = {
-            "role": role,
-            "content": parts,
-            "usage": usage,
-            "compact_summary": summary,
-            "timestamp": when.timestamp() if when is not None else None,
+    rows = Message.objects.filter(run=run).order_by("index").values_list(*MESSAGE_FIELDS)
+    return replace(run_facts(run), messages=tuple(stored_message(run, row) for row in rows))
+
+
+def stored_message(run: Run, row: tuple[Any, ...]) -> core.Message:
+    """The core message of one row of MESSAGE_FIELDS of `run`."""
+    index, role, parts, summary, u_in, u_read, u_write, u_out, when = row
+    usage = (
+        None
+        if u_in is None
+        else {
+            "input_tokens": u_in,
+            "cache_read": u_read or 0,
+            "cache_write": u_write or 0,
+            "output_tokens": u_out or 0,
         }
-        messages.append(parse_message(run.title, f"message {index}", data))
+    )
+    data = {
+        "role": role,
+        "content": parts,
+        "usage": usage,
+        "compact_summary": summary,
+        "timestamp": when.timestamp() if when is not None else None,
+    }
+    return parse_message(run.title, f"message {index}", data)
+
+
+def run_facts(run: Run) -> core.Run:
+    """The core run of a stored run without its messages: what a skeleton takes from
+    the run beside them (skeleton_builder.SkeletonBuilder.finish)."""
     compactions = tuple(
         core.Compaction(c["before_message"], c.get("pre_tokens"), c.get("trigger", ""))
         for c in run.compactions
     )
     return core.Run(
         title=run.title,
-        messages=tuple(messages),
+        messages=(),
         format=run.format,
         model=run.model,
         session_id=run.session_id,
@@ -84,7 +95,7 @@ def build_skeleton(run: Run, estimator: str, counter: Estimator) -> dict[str, ob
     revision = Run.objects.values_list("revision", flat=True).get(pk=run.pk)
     known = Message.objects.filter(run=run).values_list("content_hash", "counts")
     seed_counts((estimator, key, counts[estimator]) for key, counts in known if estimator in counts)
-    data = skeleton.to_dict(skeleton.build(stored_run(run), counter))
+    data = skeleton.to_dict(build(stored_run(run), counter))
     try:
         with transaction.atomic():
             if Run.objects.filter(pk=run.pk, revision=revision).exists():

@@ -104,7 +104,8 @@ class ImportJob(Job):
     again = models.BooleanField(default=False)
     """Import even though the same file was imported before (the person asked)."""
     stage = models.CharField(max_length=10, blank=True)
-    """While running: "reading" the file, "writing" its messages, "finishing"."""
+    """While running: "reading" the file, "writing" its messages, "counting" them with
+    the slow estimators once its runs are shown (messages_written then counts those)."""
     messages_written = models.PositiveIntegerField(default=0)
     messages_total = models.PositiveIntegerField(default=0)
 
@@ -165,6 +166,9 @@ class Run(models.Model):
     tags = models.ManyToManyField("Tag", blank=True, related_name="runs")
     ready = models.BooleanField(default=True)
     """False while a large import is still writing it; then only `all_objects` has it."""
+    counting = models.JSONField(default=list, blank=True)
+    """Estimators (contextsim.estimators.SLOW) whose counts its import is still making:
+    shown meanwhile by their stand-ins (STAND_INS)."""
 
     objects = ReadyRuns()
     all_objects = models.Manager()

@@ -82,6 +82,9 @@ class ScriptRule:
 class Tiktoken:
     """A real tiktoken encoding, loaded offline and hash-checked by tiktoken."""
 
+    tokenizer = True
+    """Exact but costly (about 1 s per 10 MB of text): see SLOW."""
+
     def __init__(self, name: str, encoding_name: str, label: str) -> None:
         self.name = name
         self.encoding_name = encoding_name
@@ -104,6 +107,12 @@ _BUILT_IN: tuple[Estimator, ...] = (
     *calibrated_estimators(),  # calibrated-o200k, calibrated-cl100k (calibration.json)
 )
 ESTIMATORS: dict[str, Estimator] = {e.name: e for e in _BUILT_IN}
+SLOW = tuple(name for name, e in ESTIMATORS.items() if getattr(e, "tokenizer", False))
+"""Estimators that run a real tokenizer: a large import is browsable before their
+counts are done, and counts them after."""
+STAND_INS = {name: f"calibrated-{name}" for name in SLOW if f"calibrated-{name}" in ESTIMATORS}
+"""A slow estimator's fast model (its calibrated estimator), what is shown while its
+own counts are being made."""
 
 
 def content_key(message: Message) -> str:

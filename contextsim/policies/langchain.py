@@ -72,7 +72,7 @@ class LangChainClearPlanner:
     def __init__(self, ctx: Context, params: LangChainClearParams) -> None:
         sk = ctx.skeleton
         if len(sk.langchain) != sk.size:
-            raise ValueError("the skeleton has no LangChain form; build it with skeleton.build")
+            raise ValueError("the skeleton has no LangChain form; build it with skeleton_builder")
         approx = approx_tokens(sk)
         # The middleware passes the system prompt apart from the messages it counts.
         lead = leading_system(sk)
@@ -199,7 +199,7 @@ class LangChainTrimPlanner:
     def __init__(self, ctx: Context, params: LangChainTrimParams) -> None:
         sk = ctx.skeleton
         if len(sk.langchain) != sk.size:
-            raise ValueError("the skeleton has no LangChain form; build it with skeleton.build")
+            raise ValueError("the skeleton has no LangChain form; build it with skeleton_builder")
         approx = approx_tokens(sk)
         self.sk = sk
         self.params = params

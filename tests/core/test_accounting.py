@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from contextsim.estimators import ESTIMATORS
 from contextsim.policies import POLICIES
 from contextsim.simulate import explain, simulate
-from contextsim.skeleton import build
+from contextsim.skeleton_builder import build
 from tests.core.histories import histories
 
 EST = ESTIMATORS["chars4"]

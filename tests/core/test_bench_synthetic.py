@@ -18,7 +18,7 @@ from bench.synthetic import (
 )
 from contextsim.estimators import ESTIMATORS
 from contextsim.model import Run, request_count, steps, tool_rounds, user_turns
-from contextsim.skeleton import build
+from contextsim.skeleton_builder import build
 
 STEPS = 1_000
 

@@ -6,7 +6,7 @@ from contextsim.compaction_points import compaction_points, requests_of
 from contextsim.estimators import ESTIMATORS
 from contextsim.model import Compaction, Message, Run, TextPart, Usage
 from contextsim.simulate import reconciliation
-from contextsim.skeleton import build
+from contextsim.skeleton_builder import build
 
 EST = ESTIMATORS["chars4"]
 SESSION = "s-1"

@@ -12,7 +12,7 @@ from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
 from contextsim.model import Message, Run, TextPart
 from contextsim.policies import POLICIES
 from contextsim.simulate import Simulation, simulate
-from contextsim.skeleton import build
+from contextsim.skeleton_builder import build
 from tests.core.test_policies_editing import call, result, rounds, user
 
 EST = ESTIMATORS["chars4"]

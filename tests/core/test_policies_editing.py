@@ -14,7 +14,7 @@ from contextsim.policies.base import make_params
 from contextsim.policies.editing import ANTHROPIC_PLACEHOLDER, AnthropicClearParams
 from contextsim.policies.langchain import LangChainClearParams, LangChainTrimParams
 from contextsim.simulate import Simulation, simulate
-from contextsim.skeleton import build
+from contextsim.skeleton_builder import build
 
 EST = ESTIMATORS["chars4"]
 EDITING = ("anthropic_clear_tool_uses", "langchain_clear_tool_uses", "langchain_trim")

@@ -13,7 +13,7 @@ from contextsim.policies import POLICIES as REGISTRY
 from contextsim.policies.base import Context
 from contextsim.policies.seed import MythexParams, MythexPlanner
 from contextsim.simulate import simulate
-from contextsim.skeleton import build
+from contextsim.skeleton_builder import build
 from tests.core.histories import histories
 
 EST = ESTIMATORS["chars4"]

@@ -21,7 +21,7 @@ from contextsim.policies.deepagents import (
     render_tool_stub,
 )
 from contextsim.simulate import simulate
-from contextsim.skeleton import build
+from contextsim.skeleton_builder import build
 
 EST = ESTIMATORS["chars4"]
 TOOL_LIMIT = 4 * 20_000

@@ -14,7 +14,7 @@ from contextsim.model import (
 )
 from contextsim.problems import detect
 from contextsim.simulate import simulate
-from contextsim.skeleton import build
+from contextsim.skeleton_builder import build
 
 EST = ESTIMATORS["chars4"]
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from contextsim.estimators import ESTIMATORS
 from contextsim.problems import detect
 from contextsim.simulate import simulate
-from contextsim.skeleton import build
+from contextsim.skeleton_builder import build
 from contextsim.sweep import (
     MAX_CONFIGS,
     Config,

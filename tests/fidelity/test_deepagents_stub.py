@@ -53,7 +53,8 @@ from contextsim.policies.deepagents import (
     render_human_stub,
     render_tool_stub,
 )
-from contextsim.skeleton import STUB_MIN_CHARS, build, from_dict, to_dict
+from contextsim.skeleton import STUB_MIN_CHARS, from_dict, to_dict
+from contextsim.skeleton_builder import build
 
 RNG_ALPHABET = "abc def ghi jkl\tёжи 上下文 😀"
 

@@ -33,7 +33,8 @@ from contextsim.policies.langchain import (
     leading_system,
 )
 from contextsim.simulate import Simulation, simulate
-from contextsim.skeleton import Skeleton, approx_tokens, build
+from contextsim.skeleton import Skeleton, approx_tokens
+from contextsim.skeleton_builder import build
 
 TOOLS = ("read_file", "grep", "bash", "memory", "edit_file")
 WORDS = ("def", "return", "token", "budget", "context", "über", "naïve", "上下文", "😀", "x")

@@ -13,7 +13,7 @@ from contextsim.demo import demo_runs
 from contextsim.estimators import ESTIMATORS
 from contextsim.problems import detect
 from contextsim.simulate import simulate
-from contextsim.skeleton import build
+from contextsim.skeleton_builder import build
 from tests.conftest import ROOT
 
 LIMITS = {"budget": 400_000, "hard_limit": 1_000_000}

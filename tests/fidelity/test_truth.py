@@ -21,7 +21,7 @@ from contextsim.estimators import ESTIMATORS
 from contextsim.formats import parse_path
 from contextsim.prices import model_facts, run_measured_cost
 from contextsim.simulate import MAX_TOKENS, reconcile_skeleton, simulate
-from contextsim.skeleton import build
+from contextsim.skeleton_builder import build
 
 LOGS = [
     "claude_code/codemie_session-624a4a58.jsonl",

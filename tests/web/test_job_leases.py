@@ -14,14 +14,14 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from contextsim.estimators import ESTIMATORS
+from contextsim.estimators import ESTIMATORS, SLOW
 from contextsim.formats import parse_stream
 from contextsim.sweep import Config
 from tests.web.test_import_service import NATIVE
 from webapp import tasks
 from webapp.derived import build_skeleton
 from webapp.models import ImportJob, Message, Run, RunSkeleton, Sweep, SweepCell
-from webapp.services import imports, jobs, saving, sweeps
+from webapp.services import counting, imports, jobs, saving, sweeps
 from webapp.services.sweeps import create_sweep
 
 pytestmark = pytest.mark.django_db
@@ -278,7 +278,13 @@ def test_the_upload_page_shows_how_far_a_running_import_is(alice, alice_client, 
     assert "Reading the file…" in seen[0]
     assert any("Counting and saving messages: 2 of 5…" in page for page in seen)
     assert any('<progress max="5" value="2">' in page for page in seen)
-    assert "Building the skeletons…" in seen[-1]
+    assert any("Saving the skeletons…" in page for page in seen)
+    # Shown before the tokenizers count: its run is a link while they do.
+    counting = [page for page in seen if "Counting tokens with the real tokenizers" in page]
+    assert counting and all("ready to browse" in page for page in counting)
+    assert "of 5 messages" in counting[-1]
+    for run in done.upload.runs.all():
+        assert reverse("run", args=[run.public_id]) in counting[-1]
 
 
 def test_a_staged_run_gets_every_estimators_skeleton_equal_to_one_built_from_the_store(alice):
@@ -287,8 +293,14 @@ def test_a_staged_run_gets_every_estimators_skeleton_equal_to_one_built_from_the
     staged = saving.begin(parsed.runs[0], owner=alice, upload=None)
     saving.fill(staged, parsed.runs[0])
     saving.publish([staged], alice)
+    fast = {s.estimator for s in RunSkeleton.objects.filter(run=staged)}
+    assert fast == set(ESTIMATORS) - set(SLOW) and staged.counting == list(SLOW)
+    counting.count_rest(Run.objects.get(pk=staged.pk))
     stored = {s.estimator: s.data for s in RunSkeleton.objects.filter(run=staged)}
     assert sorted(stored) == sorted(ESTIMATORS)
+    assert Run.objects.get(pk=staged.pk).counting == []
+    for counts in Message.objects.filter(run=staged).values_list("counts", flat=True):
+        assert set(counts) == set(ESTIMATORS)
     RunSkeleton.objects.filter(run=staged, estimator="o200k").delete()
     staged.refresh_from_db()
     rebuilt = json.loads(json.dumps(build_skeleton(staged, "o200k", ESTIMATORS["o200k"])))

@@ -8,7 +8,7 @@ from typing import Any
 
 from contextsim.compaction_points import CompactionPoint, compaction_points
 from contextsim.costs import PRESETS, Prices
-from contextsim.estimators import ESTIMATORS, Estimator
+from contextsim.estimators import ESTIMATORS, STAND_INS, Estimator
 from contextsim.memo import per_skeleton
 from contextsim.model import KINDS
 from contextsim.prices import model_facts, run_measured_cost
@@ -45,6 +45,9 @@ class Analysis:
     """What was sent (as_logged), when the state's policy is a what-if."""
     compaction_points: int = 0
     """Measured compaction requests among the points the fit was made on."""
+    stand_in: str = ""
+    """The estimator that counted instead of the state's, whose counts the run's import
+    is still making (estimators.STAND_INS); "" when the state's counted."""
 
 
 def run_prices(run: Run) -> Prices:
@@ -64,8 +67,10 @@ def analyse(
     """Simulate the state's policy (and the compared one) on the run, sizes reconciled
     with its measured usage unless the state says not to, or with the fit of `lender`
     (a run of the same model) when given (docs/truth.md)."""
-    counter = (estimators or ESTIMATORS)[state.estimator]
-    sk = skeleton_of(run, state.estimator, counter)
+    stand_in = STAND_INS.get(state.estimator, "") if state.estimator in run.counting else ""
+    counting = stand_in or state.estimator
+    counter = (estimators or ESTIMATORS)[counting]
+    sk = skeleton_of(run, counting, counter)
     count = counter.count
     prices = run_prices(run)
     rec = None
@@ -73,7 +78,7 @@ def analyse(
     if state.reconcile and lender is not None:
         rec = _borrowed(lender, state, counter, sk, prices)
     elif state.reconcile:
-        points = _compaction_points(run, sk, state.estimator, counter)
+        points = _compaction_points(run, sk, counting, counter)
         rec = reconciliation(
             sk, count, prices, overhead=state.overhead, scale=state.scale, points=points
         )
@@ -97,7 +102,10 @@ def analyse(
     cost = per_skeleton(
         sk, ("measured_cost", prices), lambda: run_measured_cost(run.model, sk.usage, prices)
     )
-    return Analysis(state, main, detect(main), other, rec, prices, cost, baseline, len(points))
+    problems = detect(main)
+    return Analysis(
+        state, main, problems, other, rec, prices, cost, baseline, len(points), stand_in
+    )
 
 
 def _compaction_points(
@@ -118,7 +126,7 @@ def _borrowed(
 ) -> Reconciliation | None:
     """The lender's fit (its overhead and scale under the same estimator), with the
     state's own overhead or scale over it, scored on this run's measured requests."""
-    theirs = reconciliation(skeleton_of(lender, state.estimator, counter), counter.count)
+    theirs = reconciliation(skeleton_of(lender, sk.estimator, counter), counter.count)
     if theirs is None:
         raise BadQuery(f"borrow: {lender.title!r} has no measured usage to fit")
     chosen = Reconciliation(

@@ -90,6 +90,17 @@ def is_live(run: Run) -> bool:
     return run.last_append is not None and timezone.now() - run.last_append < LIVE_FOR
 
 
+def counting_done(run: Run) -> int | None:
+    """How far, in percent of the upload's messages, its import's slow counts are
+    (None when nothing is being counted for the run)."""
+    if not run.counting or run.upload_id is None:
+        return None
+    job = ImportJob.objects.filter(upload_id=run.upload_id, stage="counting").first()
+    if job is None or not job.messages_total:
+        return 0
+    return min(100, 100 * job.messages_written // job.messages_total)
+
+
 def siblings(user: AbstractBaseUser | AnonymousUser, run: Run) -> list[Run]:
     """The runs of `run`'s collection this user may see, main run first; empty when it
     is the only one (a run shared alone shows nothing of its collection)."""

@@ -18,7 +18,7 @@ from django.utils import timezone
 from contextsim import model as core
 from contextsim.formats import FormatError, ParsedFile, parse_stream
 from webapp.models import ImportJob, Run, Upload
-from webapp.services import jobs, saving
+from webapp.services import counting, jobs, saving
 
 logger = logging.getLogger(__name__)
 
@@ -68,45 +68,25 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
     upload = job.upload
     staged: list[Run] = []
     try:
-        saving.drop_staged(upload)  # what an attempt whose worker was lost left
-        earlier = None if job.again else _imported_before(upload)
-        if earlier is not None:
-            # The same bytes again: link to what they gave, import nothing twice.
-            jobs.finish(
-                ImportJob,
-                job.pk,
-                attempt,
-                status=ImportJob.Status.DONE,
-                duplicate_of=earlier,
-                format=earlier.job.format,
-            )
-            return
-        _progress(job, "reading")
-        parsed = _parse_upload(upload)
-        if not parsed.runs:
-            raise FormatError(upload.original_name, "", "the file holds no conversation")
-        total = sum(len(run.messages) for run in parsed.runs)
-        before = 0
-        for run in parsed.runs:
-            staged.append(saving.begin(run, owner=upload.owner, upload=upload))
-
-            def written(n: int, before: int = before) -> None:
-                hold.check()
-                _progress(job, "writing", before + n, total)
-
-            saving.fill(staged[-1], run, written)
-            before += len(run.messages)
-        _progress(job, "finishing", total, total)
-        with transaction.atomic():
-            jobs.finish(
-                ImportJob,
-                job.pk,
-                attempt,
-                status=ImportJob.Status.DONE,
-                format=parsed.format[:30],
-                warnings=list(parsed.warnings),
-            )
-            saving.publish(staged, upload.owner)
+        # Shown by an earlier attempt whose worker was lost while counting: count on.
+        shown = list(Run.objects.filter(upload=upload).order_by("pk"))
+        if not shown:
+            saving.drop_staged(upload)  # what an attempt whose worker was lost left
+            earlier = None if job.again else _imported_before(upload)
+            if earlier is not None:
+                # The same bytes again: link to what they gave, import nothing twice.
+                jobs.finish(
+                    ImportJob,
+                    job.pk,
+                    attempt,
+                    status=ImportJob.Status.DONE,
+                    duplicate_of=earlier,
+                    format=earlier.job.format,
+                )
+                return
+            shown = _write(job, attempt, hold, staged)
+        _count(job, shown, hold)
+        jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.DONE)
     except jobs.LeaseLost:
         saving.drop(staged)
         raise
@@ -118,6 +98,50 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
         saving.drop(staged)
         error = f"{upload.original_name}: internal error while importing (see the server log)"
         jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.FAILED, error=error)
+
+
+def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> list[Run]:
+    """Parse the upload, write its runs counted by the fast estimators (staged: unseen),
+    and show them, with the job's format and warnings, in one short transaction: from
+    then on they are browsable, while their slow counts are made (`_count`)."""
+    upload = job.upload
+    _progress(job, "reading")
+    parsed = _parse_upload(upload)
+    if not parsed.runs:
+        raise FormatError(upload.original_name, "", "the file holds no conversation")
+    total = sum(len(run.messages) for run in parsed.runs)
+    before = 0
+    for run in parsed.runs:
+        staged.append(saving.begin(run, owner=upload.owner, upload=upload))
+
+        def written(n: int, before: int = before) -> None:
+            hold.check()
+            _progress(job, "writing", before + n, total)
+
+        saving.fill(staged[-1], run, written)
+        before += len(run.messages)
+    found = {"format": parsed.format[:30], "warnings": list(parsed.warnings)}
+    del parsed, run  # the file's runs are not held while the tokenizers count
+    with transaction.atomic():
+        jobs.record(ImportJob, job.pk, attempt, stage="counting", messages_written=0, **found)
+        return saving.publish(staged, upload.owner)
+
+
+def _count(job: ImportJob, shown: list[Run], hold: jobs.Hold) -> None:
+    """Count the shown runs by the slow estimators (webapp.services.counting), saying
+    how far it is on the job."""
+    total = sum(run.message_count for run in shown if run.counting)
+    before = 0
+    for run in shown:
+        if not run.counting:
+            continue
+
+        def counted(n: int, before: int = before) -> None:
+            hold.check()
+            _progress(job, "counting", before + n, total)
+
+        counting.count_rest(run, counted)
+        before += run.message_count
 
 
 def _progress(job: ImportJob, stage: str, written: int = 0, total: int = 0) -> None:

@@ -30,7 +30,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from webapp.models import ImportJob, Sweep, SweepCell, Upload
+from webapp.models import ImportJob, Run, Sweep, SweepCell, Upload
 from webapp.services import saving
 
 logger = logging.getLogger(__name__)
@@ -74,6 +74,14 @@ def finish(model: JobModel, pk: int, attempt: int, **fields: Any) -> None:
     raise LeaseLost when attempt `attempt` no longer holds it."""
     held = model.objects.filter(pk=pk, attempts=attempt, status=model.Status.RUNNING)
     if not held.update(lease_until=None, finished=timezone.now(), **fields):
+        raise LeaseLost(f"{model.__name__} {pk}: attempt {attempt} lost its lease")
+
+
+def record(model: JobModel, pk: int, attempt: int, **fields: Any) -> None:
+    """Write fields of a job still running (in the caller's transaction, with what they
+    describe), or raise LeaseLost when attempt `attempt` no longer holds it."""
+    held = model.objects.filter(pk=pk, attempts=attempt, status=model.Status.RUNNING)
+    if not held.update(**fields):
         raise LeaseLost(f"{model.__name__} {pk}: attempt {attempt} lost its lease")
 
 
@@ -159,6 +167,8 @@ def reap(*, queue_empty: bool, now: datetime | None = None) -> Reaped:
     imports, failed_imports = _reap(ImportJob, now, queue_empty)
     for upload in Upload.objects.filter(job__pk__in=failed_imports):
         saving.drop_staged(upload)  # what the lost attempts left unseen
+        # Shown runs whose slow counts will not come: made on first use instead.
+        Run.objects.filter(upload=upload).update(counting=[])
     cells, failed_cells = _reap(SweepCell, now, queue_empty)
     if failed_cells:
         _finish_sweeps(failed_cells)

@@ -5,10 +5,11 @@ Counting and building take most of an import's time and on SQLite one writer at 
 holds the database, so no transaction waits on counting. A small input is counted first
 (`prepare`) and written in one transaction (`write`, `save_parsed`). An upload is
 staged (`begin`, `fill`): its run, unseen, gets its messages a batch at a time, each batch
-counted and then written in its own short transaction, so memory stays bounded by the
-batch, not the file; one last short transaction shows it (`publish`) as the import is
-recorded done. A long import never keeps an append or a sign-in waiting past the busy
-timeout.
+counted by the fast estimators and then written in its own short transaction; one last
+short transaction shows it (`publish`). The real tokenizers' counts (estimators.SLOW),
+most of the time of a large import, are made after it is shown, by
+webapp.services.counting. A long import never keeps an append or a sign-in waiting past
+the busy timeout.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from django.db import transaction
 
 from contextsim import model as core
 from contextsim import skeleton
-from contextsim.estimators import ESTIMATORS, Estimator, content_key, count_message
+from contextsim.estimators import ESTIMATORS, SLOW, Estimator, content_key, count_message
 from contextsim.formats import ParsedFile
 from contextsim.formats.native import part_to_dict
+from contextsim.skeleton_builder import SkeletonBuilder
 from webapp.models import Message, Run, RunSkeleton, Upload, Visibility
 from webapp.services.sessions import join_sessions
 
@@ -48,9 +50,10 @@ def prepare(run: core.Run, estimators: Sequence[str] | None = None) -> Prepared:
     `estimators` names some) and build the rows and skeletons; writes nothing."""
     chosen = {n: ESTIMATORS[n] for n in (estimators or ESTIMATORS)}
     rows = [message_row(None, i, m, chosen) for i, m in enumerate(run.messages)]
-    skeletons = {
-        name: storable(skeleton.to_dict(skeleton.build(run, est))) for name, est in chosen.items()
-    }
+    builder = SkeletonBuilder(list(chosen.values()))
+    builder.add(run.messages, [row.content_hash for row in rows])
+    built = builder.finish(run)
+    skeletons = {name: storable(skeleton.to_dict(sk)) for name, sk in built.items()}
     return Prepared(run, rows, skeletons)
 
 
@@ -82,6 +85,7 @@ def _create(
     demo_key: str,
     *,
     ready: bool,
+    counting: Sequence[str] = (),
 ) -> Run:
     measured = [m.usage.context for m in run.messages if m.usage is not None]
     return Run.objects.create(
@@ -90,6 +94,7 @@ def _create(
         visibility=visibility,
         demo_key=demo_key,
         ready=ready,
+        counting=list(counting),
         title=storable(run.title[:300]) or "untitled run",
         format=run.format,
         model=run.model[:120],
@@ -117,31 +122,30 @@ def _create(
 
 def begin(run: core.Run, *, owner: AbstractBaseUser | None, upload: Upload | None) -> Run:
     """The row of `run` as a run nobody sees yet (`ready` False), its messages still to
-    be written by `fill`. `publish` shows it; a failed import deletes it (`drop`)."""
-    return _create(run, owner, upload, Visibility.PRIVATE, "", ready=False)
+    be written by `fill`. `publish` shows it; a failed import deletes it (`drop`). Its
+    slow estimators' counts are left to webapp.services.counting (`counting`)."""
+    return _create(run, owner, upload, Visibility.PRIVATE, "", ready=False, counting=SLOW)
 
 
 def fill(stored: Run, run: core.Run, written: Callable[[int], None] = lambda n: None) -> None:
-    """Count and write the messages of `run` into the staged `stored`, STAGE_ROWS at a
-    time, each batch in its own short transaction, so neither memory nor the write
-    lock grows with the file; then its skeletons. `written` is told how many messages
-    are written before each batch and at the end (it may raise to stop: a job that
-    lost its lease)."""
-    chosen = dict(ESTIMATORS)
+    """Count with the fast estimators and write the messages of `run` into the staged
+    `stored`, STAGE_ROWS at a time, each batch in its own short transaction, so the
+    write lock never grows with the file; then the fast estimators' skeletons, built
+    in the same pass. `written` is told how many messages are written before each
+    batch and at the end (it may raise to stop: a job that lost its lease)."""
+    chosen = {n: e for n, e in ESTIMATORS.items() if n not in stored.counting}
+    builder = SkeletonBuilder(list(chosen.values()))
     for start in range(0, len(run.messages), STAGE_ROWS):
         written(start)
         batch = run.messages[start : start + STAGE_ROWS]
         rows = [message_row(stored, start + i, m, chosen) for i, m in enumerate(batch)]
+        builder.add(batch, [row.content_hash for row in rows])
         with transaction.atomic():
             Message.objects.bulk_create(rows, batch_size=BATCH)
     written(len(run.messages))
-    # The counts are memoized by content, so the skeletons count nothing again. One
-    # skeleton at a time, built and written: six held at once, with their JSON, were
-    # a large part of a big import's peak memory.
-    for name, est in chosen.items():
-        data = storable(skeleton.to_dict(skeleton.build(run, est)))
+    for name, sk in builder.finish(run).items():
+        data = storable(skeleton.to_dict(sk))
         RunSkeleton.objects.create(run=stored, estimator=name, data=data)
-        del data
 
 
 def publish(staged: Sequence[Run], owner: AbstractBaseUser | None) -> list[Run]:

@@ -38,6 +38,7 @@ def _context(request: HttpRequest, public_id: str) -> tuple[dict[str, object], i
         "timed": runs.has_times(run),
     }
     base["live"] = runs.is_live(run)
+    base["counting_done"] = runs.counting_done(run)
     defaults = viewstate.defaults_for(run.model, run.context_window)
     base["form"] = viewstate.form_values(request.GET, defaults)
     base["defaults"] = defaults

@@ -22,7 +22,8 @@ from contextsim.model import (
     steps,
     user_turns,
 )
-from contextsim.skeleton import build, prefix_sums
+from contextsim.skeleton import prefix_sums
+from contextsim.skeleton_builder import build
 from tests.core.formats import (
     test_anthropic,
     test_claude_code,

@@ -1,0 +1,62 @@
+"""Counting a shown run's messages with the real tokenizers (estimators.SLOW) after its
+import made it browsable with the fast estimators, and keeping their skeletons.
+
+The messages are read back from the database a batch at a time, so the file's runs are
+not held while the tokenizers' tables are; each batch's counts are written in their own
+short transaction. What an attempt whose worker was lost counted is not counted again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db import transaction
+
+from contextsim import skeleton
+from contextsim.estimators import ESTIMATORS, count_message, seed_counts
+from contextsim.skeleton_builder import SkeletonBuilder
+from webapp.derived import MESSAGE_FIELDS, run_facts, stored_message
+from webapp.models import Message, Run, RunSkeleton
+from webapp.services.saving import BATCH, STAGE_ROWS, storable
+
+
+def count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> None:
+    """Count every message of `run` by each estimator in `run.counting`, store the
+    counts and those estimators' skeletons, then clear `run.counting`. `counted` is
+    told how many messages are done before each batch and at the end (it may raise to
+    stop: a job that lost its lease)."""
+    names = [n for n in run.counting if n in ESTIMATORS]
+    revision = Run.all_objects.values_list("revision", flat=True).get(pk=run.pk)
+    builder = SkeletonBuilder([ESTIMATORS[n] for n in names])
+    rows = Message.objects.filter(run=run).order_by("index")
+    after = -1
+    while True:
+        counted(builder.size)
+        fields = ("pk", "counts", "content_hash", *MESSAGE_FIELDS)
+        batch = list(rows.filter(index__gt=after).values_list(*fields)[:STAGE_ROWS])
+        if not batch:
+            break
+        after = batch[-1][3]
+        messages = [stored_message(run, row[3:]) for row in batch]
+        keys = [str(row[2]) for row in batch]
+        # Counts an earlier attempt stored are taken as they are.
+        seed_counts((n, row[2], row[1][n]) for row in batch for n in names if n in row[1])
+        builder.add(messages, keys)
+        updates = []
+        for (pk, counts, *_), message, key in zip(batch, messages, keys, strict=True):
+            if all(n in counts for n in names):
+                continue
+            fresh = {n: count_message(message, ESTIMATORS[n], key) for n in names}
+            updates.append(Message(pk=pk, counts={**counts, **fresh}))
+        with transaction.atomic():
+            Message.objects.bulk_update(updates, ["counts"], batch_size=BATCH)
+    built = builder.finish(run_facts(run))
+    with transaction.atomic():
+        for name, sk in built.items():
+            RunSkeleton.objects.update_or_create(
+                run=run,
+                estimator=name,
+                defaults={"data": storable(skeleton.to_dict(sk)), "revision": revision},
+            )
+        Run.all_objects.filter(pk=run.pk).update(counting=[])
+    run.counting = []
