@@ -48,8 +48,9 @@ class RequestRow:
 
 
 def request_rows(run: Run) -> list[RequestRow]:
-    """Per request: the estimated tokens of its history by every estimator (sums of the
-    counts stored at import) beside the measured context when the log has it."""
+    """Per request: the estimated tokens of its history by every estimator whose counts
+    are made (sums of the counts stored at import) beside the measured context when the
+    log has it."""
     rows = list(
         Message.objects.filter(run=run)
         .order_by("index")
@@ -63,7 +64,8 @@ def request_rows(run: Run) -> list[RequestRow]:
             "tool_names",
         )
     )
-    totals = {name: [0] for name in ESTIMATORS}
+    # Estimators still counting (Run.counting) have no figures yet: left out, not 0.
+    totals = {name: [0] for name in ESTIMATORS if name not in run.counting}
     for row in rows:
         for name, sums in totals.items():
             sums.append(sums[-1] + int(row[2].get(name, 0)))

@@ -123,7 +123,15 @@ def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> 
     found = {"format": parsed.format[:30], "warnings": list(parsed.warnings)}
     del parsed, run  # the file's runs are not held while the tokenizers count
     with transaction.atomic():
-        jobs.record(ImportJob, job.pk, attempt, stage="counting", messages_written=0, **found)
+        jobs.record(
+            ImportJob,
+            job.pk,
+            attempt,
+            stage="counting",
+            messages_written=0,
+            shown=timezone.now(),
+            **found,
+        )
         return saving.publish(staged, upload.owner)
 
 

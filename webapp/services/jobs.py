@@ -167,12 +167,26 @@ def reap(*, queue_empty: bool, now: datetime | None = None) -> Reaped:
     imports, failed_imports = _reap(ImportJob, now, queue_empty)
     for upload in Upload.objects.filter(job__pk__in=failed_imports):
         saving.drop_staged(upload)  # what the lost attempts left unseen
-        # Shown runs whose slow counts will not come: made on first use instead.
-        Run.objects.filter(upload=upload).update(counting=[])
+        _shown_anyway(upload)
     cells, failed_cells = _reap(SweepCell, now, queue_empty)
     if failed_cells:
         _finish_sweeps(failed_cells)
     return Reaped(imports, cells, len(failed_imports) + len(failed_cells))
+
+
+def _shown_anyway(upload: Upload) -> None:
+    """An import failed by the reaper after its runs were shown (its workers were lost
+    while counting with the slow estimators) imported them: say so, and leave their
+    slow counts to be made on first use."""
+    shown = Run.objects.filter(upload=upload)
+    if not shown.exists():
+        return
+    shown.update(counting=[])
+    job = ImportJob.objects.get(upload=upload)
+    said = f"{job.error}; the tokenizers' counts are made when first shown"
+    ImportJob.objects.filter(pk=job.pk).update(
+        status=ImportJob.Status.DONE, error="", warnings=[*job.warnings, said]
+    )
 
 
 def _reap(model: JobModel, now: datetime, queue_empty: bool) -> tuple[list[int], list[int]]:

@@ -40,7 +40,7 @@ def run_requests(request: HttpRequest, public_id: str) -> HttpResponse:
     context = {
         "run": run,
         "rows": estimators.request_rows(run),
-        "estimators": list(ESTIMATORS.values()),
+        "estimators": [e for e in ESTIMATORS.values() if e.name not in run.counting],
         "siblings": runs.siblings(request.user, run),
     }
     return render(request, "estimators/requests.html", context)
@@ -61,8 +61,8 @@ def run_estimators(request: HttpRequest, public_id: str) -> HttpResponse:
         {"step": r.step, "estimator": name, "estimate": r.estimates[name], "measured": r.measured}
         for r in rows
         if r.measured is not None and r.measured > budget
-        for name in ESTIMATORS
-        if r.estimates.get(name, 0) <= budget
+        for name in r.estimates
+        if r.estimates[name] <= budget
     ]
     context = {
         "run": run,
@@ -72,6 +72,7 @@ def run_estimators(request: HttpRequest, public_id: str) -> HttpResponse:
         "error": error,
         "scripts": script_rows(estimator_report(run, reference)),
         "estimators": list(ESTIMATORS),
+        "counting": run.counting,
         "misses": misses[:200],
         "miss_count": len(misses),
         "figure": estimates_figure(rows, budget),

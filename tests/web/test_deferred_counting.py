@@ -1,0 +1,138 @@
+"""An import shows its runs once counted by the fast estimators; the real tokenizers
+(estimators.SLOW) count after, the dashboard showing their calibrated stand-ins until
+then, and a worker lost while they count costs no second import."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from io import BytesIO
+
+from django.conf import settings
+from django.urls import reverse
+from django.utils import timezone
+
+from contextsim.estimators import ESTIMATORS, SLOW, STAND_INS
+from tests.web.test_import_service import NATIVE
+from webapp.models import ImportJob, Message, Run, RunSkeleton
+from webapp.services import counting, imports, jobs
+
+MIXED = {
+    "contextsim": 1,
+    "runs": [
+        {
+            "title": "mixed scripts",
+            "messages": [
+                {"role": "user", "content": "Прочитай файл и ответь по-русски, пожалуйста. " * 20},
+                {"role": "assistant", "content": "好的，我读了这个文件。" * 30},
+                {"role": "user", "content": "and now in English, with code: def f(x): return x"},
+                {"role": "assistant", "content": "Done."},
+            ],
+        }
+    ],
+}
+
+
+def _upload(owner, data) -> ImportJob:
+    return imports.store_upload(owner, "log.json", BytesIO(json.dumps(data).encode()))
+
+
+def test_the_dashboard_shows_the_calibrated_stand_in_while_the_tokenizers_count(
+    alice, alice_client, monkeypatch
+):
+    job = _upload(alice, MIXED)
+    seen: dict[str, str] = {}
+    real = counting.count_rest
+
+    def look_first(run, counted=lambda n: None):
+        seen["during"] = alice_client.get(reverse("run", args=[run.public_id])).content.decode()
+        seen["requests"] = alice_client.get(
+            reverse("run-requests", args=[run.public_id])
+        ).content.decode()
+        real(run, counted)
+
+    monkeypatch.setattr(counting, "count_rest", look_first)
+    done = imports.run_import(job.pk)
+    assert done.status == ImportJob.Status.DONE and done.shown is not None
+    run = done.upload.runs.get()
+    during = seen["during"]
+    assert "still being counted with o200k" in during
+    assert f"{STAND_INS['o200k']} tokens" in during
+    # Left out of the estimates per request rather than shown as 0.
+    assert "still being counted with cl100k and o200k" in seen["requests"]
+    assert "tiktoken o200k_base" not in seen["requests"]
+    after = alice_client.get(reverse("run", args=[run.public_id])).content.decode()
+    assert "still being counted" not in after and "· o200k tokens ·" in after
+    assert Run.objects.get(pk=run.pk).counting == []
+
+
+def test_the_stand_in_counts_differ_from_the_tokenizer_on_non_english_text(alice):
+    job = imports.run_import(_upload(alice, MIXED).pk)
+    run = job.upload.runs.get()
+    stored = {s.estimator: s.data["tokens"] for s in RunSkeleton.objects.filter(run=run)}
+    assert set(stored) == set(ESTIMATORS)
+    # What the notice warns about: the stand-in is a model, not the tokenizer.
+    assert stored["o200k"] != stored[STAND_INS["o200k"]]
+    for counts in Message.objects.filter(run=run).values_list("counts", flat=True):
+        assert set(counts) == set(ESTIMATORS)
+
+
+def test_a_worker_lost_while_counting_is_followed_by_counting_on_not_a_second_import(
+    alice, monkeypatch
+):
+    job = _upload(alice, NATIVE)
+    real = counting.count_rest
+    calls = []
+
+    def lose_the_lease_once(run, counted=lambda n: None):
+        calls.append(run.pk)
+        if len(calls) == 1:
+            raise jobs.LeaseLost("the reaper gave it to another attempt")
+        real(run, counted)
+
+    monkeypatch.setattr(counting, "count_rest", lose_the_lease_once)
+    first = imports.run_import(job.pk)
+    assert first.status == ImportJob.Status.RUNNING and first.stage == "counting"
+    shown = list(Run.objects.filter(upload=first.upload).values_list("pk", flat=True))
+    assert len(shown) == 2  # browsable already, both runs of the file
+    # What the reaper does for a lease that ran out.
+    ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.QUEUED, lease_until=None)
+    again = imports.run_import(job.pk)
+    assert again.status == ImportJob.Status.DONE and again.attempts == 2
+    assert list(Run.objects.filter(upload=first.upload).values_list("pk", flat=True)) == shown
+    assert Run.all_objects.filter(upload=first.upload).count() == 2
+    messages = sum(len(r["messages"]) for r in NATIVE["runs"])
+    assert Message.objects.filter(run__upload=first.upload).count() == messages
+    for run in Run.objects.filter(upload=first.upload):
+        assert run.counting == []
+        assert {s.estimator for s in run.skeletons.all()} == set(ESTIMATORS)
+
+
+def test_an_import_failed_for_good_while_counting_keeps_its_runs_and_counts_on_first_use(
+    alice, alice_client, monkeypatch
+):
+    job = _upload(alice, MIXED)
+    monkeypatch.setattr(
+        counting, "count_rest", lambda run, counted=None: (_ for _ in ()).throw(jobs.LeaseLost())
+    )
+    imports.run_import(job.pk)
+    expired = timezone.now() - timedelta(seconds=1)
+    ImportJob.objects.filter(pk=job.pk).update(
+        attempts=settings.JOB_ATTEMPTS, lease_until=expired
+    )
+    jobs.reap(queue_empty=False)
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.DONE and job.error == ""
+    assert "worker lost" in job.warnings[-1] and "when first shown" in job.warnings[-1]
+    run = job.upload.runs.get()
+    assert run.counting == []
+    page = alice_client.get(reverse("run", args=[run.public_id])).content.decode()
+    assert "still being counted" not in page and "· o200k tokens ·" in page
+    assert RunSkeleton.objects.filter(run=run, estimator="o200k").exists()
+    status = alice_client.get(reverse("import-status", args=[job.public_id])).content.decode()
+    assert "Not imported" not in status and run.public_id in status
+
+
+def test_slow_estimators_are_the_tokenizers_and_each_has_a_fast_stand_in():
+    assert set(SLOW) == {"o200k", "cl100k"}
+    assert all(STAND_INS[name] in ESTIMATORS for name in SLOW)
