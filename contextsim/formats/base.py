@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any, Protocol
 
+from contextsim.formats import json_stream
 from contextsim.model import Message, Run
 
 SNIFF_LINES = 20
@@ -179,29 +180,30 @@ def _parse_record(path: str, line: int, text: str, warnings: list[str] | None = 
     return Record(line, data)
 
 
+FIRST_LINE = 8 << 20
+"""Bytes of the first line read to tell JSONL from a document: a longer first line is
+read as (the start of) one JSON document."""
+
+
 def read_source(path: str, stream: IO[bytes]) -> Source:
     """Read `stream` as JSONL when its first line is a whole JSON object and more lines
     follow; otherwise as one JSON document. Raises FormatError on empty or broken input.
-    A document is read once and parsed once, its bytes freed before its JSON is parsed
-    (a 200 MB one-line file is held as bytes, then as text, never both with its tree).
+    A document is parsed from the stream (contextsim.formats.json_stream): its text is
+    never held whole, so a 200 MB one-line file costs about its tree.
     """
-    head = stream.readline()
+    head = stream.readline(FIRST_LINE)
     if head.startswith(codecs.BOM_UTF8):
         head = head[len(codecs.BOM_UTF8) :]
     while head and not head.strip():
-        head = stream.readline()
+        head = stream.readline(FIRST_LINE)
     if not head:
         raise FormatError(path, "", "the file is empty; expected JSON or JSONL")
-    second = stream.readline()
+    whole = head.endswith(b"\n")
+    second = stream.readline(FIRST_LINE) if whole else b""
     while second and not second.strip():
-        second = stream.readline()
+        second = stream.readline(FIRST_LINE)
     if not second or not _is_object_line(path, head):
-        held = bytearray(head)
-        del head
-        held += second
-        for chunk in iter(lambda: stream.read(1 << 20), b""):
-            held += chunk
-        return _document(path, held)
+        return _document(path, head + second, stream)
     warnings: list[str] = []
     rest = _records(path, _chain(head, second, stream), warnings)
     sample = [r for _, r in zip(range(SNIFF_LINES), rest, strict=False)]
@@ -224,33 +226,28 @@ def _chain(head: bytes, second: bytes, stream: IO[bytes]) -> Iterator[bytes]:
     yield from iter(stream.readline, b"")
 
 
-def _document(path: str, held: bytearray) -> Document:
-    """The JSON document in `held`, which is emptied once decoded."""
+def _document(path: str, first: bytes, stream: IO[bytes]) -> Document:
+    """The JSON document of `first` and the rest of `stream`."""
     try:
-        text = held.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = held[: exc.start].count(b"\n") + 1
-        column = exc.start - held.rfind(b"\n", 0, exc.start)
+        data, escaped = json_stream.load(stream, first)
+    except json_stream.NotUTF8 as exc:
         raise FormatError(
             path,
-            f"line {line}",
-            f"not valid UTF-8 (byte 0x{held[exc.start]:02x} at column {column}); "
+            f"line {exc.line}",
+            f"not valid UTF-8 (byte 0x{exc.byte:02x} at column {exc.column}); "
             "expected UTF-8 text",
         ) from None
-    del held[:]
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except json_stream.JSONStreamError as exc:
+        if not exc.line:
+            raise FormatError(path, "line 1", _unreadable(RecursionError())) from None
         raise FormatError(
             path,
-            f"line {exc.lineno}",
-            f"invalid JSON ({exc.msg} at column {exc.colno}); expected a JSON document "
+            f"line {exc.line}",
+            f"invalid JSON ({exc.problem} at column {exc.column}); expected a JSON document "
             "or one JSON object per line",
         ) from None
-    except (RecursionError, ValueError) as exc:
+    except ValueError as exc:  # a number past the standard library's digit limit
         raise FormatError(path, "line 1", _unreadable(exc)) from None
-    escaped = SURROGATE_ESCAPE.search(text) is not None
-    del text
     if not escaped:
         return Document(path, data)
     data, count = without_lone_surrogates(data)

@@ -1,0 +1,85 @@
+"""A JSON document read from a stream a window at a time gives json.loads' value, and
+json.loads' errors placed at the same line and column, whatever the window size."""
+
+from __future__ import annotations
+
+import json
+from io import BytesIO
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextsim.formats import json_stream
+from contextsim.formats.base import FormatError, read_source
+
+scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+documents = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=40,
+)
+
+
+def _load(text: str, chunk: int, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(json_stream, "CHUNK", chunk)
+    return json_stream.load(BytesIO(text.encode("utf-8", "surrogatepass")))[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents, st.sampled_from([1, 2, 3, 7, 64, 1 << 20]), st.booleans(), st.booleans())
+def test_a_streamed_document_equals_json_loads(value, chunk, indent, ascii_only):
+    text = json.dumps(value, indent=2 if indent else None, ensure_ascii=ascii_only)
+    with pytest.MonkeyPatch.context() as patch:
+        assert _load(text, chunk, patch) == json.loads(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents, st.integers(min_value=0), st.sampled_from([1, 3, 16, 1 << 20]))
+def test_a_broken_document_fails_where_json_loads_does(value, cut, chunk):
+    text = json.dumps(value, indent=1, ensure_ascii=False)
+    broken = text[: cut % (len(text) + 1)] + "]}x"[cut % 3]
+    try:
+        expected = json.loads(broken)
+    except json.JSONDecodeError as exc:
+        with pytest.MonkeyPatch.context() as patch, pytest.raises(json_stream.JSONStreamError) as got:
+            _load(broken, chunk, patch)
+        # The same place; the message may name the first thing that went wrong in
+        # another words (a member read alone fails where the whole text failed).
+        assert (got.value.line, got.value.column) == (exc.lineno, exc.colno)
+    else:
+        with pytest.MonkeyPatch.context() as patch:
+            assert _load(broken, chunk, patch) == expected
+
+
+def test_bad_utf8_is_placed_by_line_and_byte_column(monkeypatch):
+    monkeypatch.setattr(json_stream, "CHUNK", 4)
+    body = b'{"a": [\n  "ok",\n  "b\xffd"\n]}'
+    with pytest.raises(json_stream.NotUTF8) as got:
+        json_stream.load(BytesIO(body))
+    assert (got.value.line, got.value.column, got.value.byte) == (3, 5, 0xFF)
+
+
+def test_a_one_line_document_longer_than_the_first_line_read_is_a_document(monkeypatch):
+    monkeypatch.setattr("contextsim.formats.base.FIRST_LINE", 16)
+    messages = [{"role": "user", "content": "Привет " * 50}] * 20
+    body = json.dumps({"contextsim": 1, "runs": [{"messages": messages}]}, ensure_ascii=False)
+    source = read_source("one.json", BytesIO(body.encode()))
+    assert source.data == json.loads(body)  # type: ignore[union-attr]
+
+
+def test_deep_nesting_and_huge_numbers_are_errors_not_crashes():
+    for body, said in (
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'{"n": ' + b"9" * 5_000 + b"}", "a number too long to read"),
+    ):
+        with pytest.raises(FormatError) as got:
+            read_source("bad.json", BytesIO(body))
+        assert said in str(got.value)
+
+
+def test_lone_surrogates_cut_between_two_windows_are_found_and_replaced(monkeypatch):
+    monkeypatch.setattr(json_stream, "CHUNK", 3)
+    source = read_source("s.json", BytesIO(b'{"text": "emoji cut \\ud83d here"}'))
+    assert source.data == {"text": "emoji cut \ufffd here"}  # type: ignore[union-attr]
+    assert "1 lone surrogate" in source.warnings[0]  # type: ignore[union-attr]
