@@ -234,8 +234,7 @@ def _document(path: str, first: bytes, stream: IO[bytes]) -> Document:
         raise FormatError(
             path,
             f"line {exc.line}",
-            f"not valid UTF-8 (byte 0x{exc.byte:02x} at column {exc.column}); "
-            "expected UTF-8 text",
+            f"not valid UTF-8 (byte 0x{exc.byte:02x} at column {exc.column}); expected UTF-8 text",
         ) from None
     except json_stream.JSONStreamError as exc:
         if not exc.line:

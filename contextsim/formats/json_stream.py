@@ -156,7 +156,7 @@ def _value(w: _Window, depth: int) -> Any:
             continue
         except RecursionError:
             raise JSONStreamError("nested too deeply") from None
-        if end == len(w.text) and not w.eof and start not in "\"[{":
+        if end == len(w.text) and not w.eof and start not in '"[{':
             w.more()  # a number or literal may go on in the next bytes
             continue
         w.pos = end

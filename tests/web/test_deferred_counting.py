@@ -24,7 +24,7 @@ MIXED = {
             "title": "mixed scripts",
             "messages": [
                 {"role": "user", "content": "Прочитай файл и ответь по-русски, пожалуйста. " * 20},
-                {"role": "assistant", "content": "好的，我读了这个文件。" * 30},
+                {"role": "assistant", "content": "好的我读了这个文件。" * 30},
                 {"role": "user", "content": "and now in English, with code: def f(x): return x"},
                 {"role": "assistant", "content": "Done."},
             ],
@@ -117,9 +117,7 @@ def test_an_import_failed_for_good_while_counting_keeps_its_runs_and_counts_on_f
     )
     imports.run_import(job.pk)
     expired = timezone.now() - timedelta(seconds=1)
-    ImportJob.objects.filter(pk=job.pk).update(
-        attempts=settings.JOB_ATTEMPTS, lease_until=expired
-    )
+    ImportJob.objects.filter(pk=job.pk).update(attempts=settings.JOB_ATTEMPTS, lease_until=expired)
     jobs.reap(queue_empty=False)
     job.refresh_from_db()
     assert job.status == ImportJob.Status.DONE and job.error == ""

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('webapp', '0020_import_progress'),
+        ("webapp", "0020_import_progress"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='importjob',
-            name='shown',
+            model_name="importjob",
+            name="shown",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='run',
-            name='counting',
+            model_name="run",
+            name="counting",
             field=models.JSONField(blank=True, default=list),
         ),
     ]

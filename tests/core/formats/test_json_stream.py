@@ -42,7 +42,10 @@ def test_a_broken_document_fails_where_json_loads_does(value, cut, chunk):
     try:
         expected = json.loads(broken)
     except json.JSONDecodeError as exc:
-        with pytest.MonkeyPatch.context() as patch, pytest.raises(json_stream.JSONStreamError) as got:
+        with (
+            pytest.MonkeyPatch.context() as patch,
+            pytest.raises(json_stream.JSONStreamError) as got,
+        ):
             _load(broken, chunk, patch)
         # The same place; the message may name the first thing that went wrong in
         # another words (a member read alone fails where the whole text failed).
