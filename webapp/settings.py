@@ -183,14 +183,13 @@ STATIC_ROOT.mkdir(exist_ok=True)
 # In development serve straight from the source folders; otherwise from STATIC_ROOT,
 # where `collectstatic` (run by `serve`) leaves gzip and brotli copies.
 WHITENOISE_USE_FINDERS = DEBUG or env_bool("CONTEXTSIM_STATIC_FROM_SOURCE", False)
-# Unversioned names: cache for ten minutes, so plotly.js (4.6 MB) is fetched and
-# compiled once per visit, while an upgrade still shows within minutes.
+# Unversioned names: cache for ten minutes, so plotly.js (1.5 MB, static/vendor) is
+# fetched and compiled once per visit, while an upgrade still shows within minutes.
 WHITENOISE_MAX_AGE = 600
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    "webapp.staticfinders.PlotlyFinder",
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
