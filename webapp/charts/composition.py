@@ -19,6 +19,9 @@ from webapp.charts.axes import axis, legend_below
 
 MAX_POINTS = 600
 MAX_MARKED = 200
+"""Problem steps marked exactly (the most severe); the others are counted per bucket."""
+DETAIL_CHARS = 200
+"""Characters of a problem's detail in its marker's hover text (the table has it all)."""
 
 # Okabe-Ito, a palette that stays distinct for the common forms of colour blindness.
 KIND_COLOURS = {
@@ -144,18 +147,38 @@ def line(name: str, x: list[int], y: list[int | None], colour: str, dash: str) -
 
 
 def _markers(sim: Simulation, problems: list[Problem]) -> dict[str, Any]:
-    shown = [p for p in problems if p.severity != "info"]
+    """A marker on each problem step, the MAX_MARKED most severe exactly; past those,
+    one marker per bucket of steps saying how many more it holds (all are in the
+    problems list), so the figure stays bounded however many problems a run has."""
+    shown = sorted((p for p in problems if p.severity != "info"), key=lambda p: p.severity)
     first: dict[int, Problem] = {}
     for p in shown:
         first.setdefault(p.step, p)
-    xs = sorted(first)
+    # A short run's chart has every step: each problem step is marked as it is.
+    cut = MAX_MARKED if len(sim.records) > MAX_POINTS else len(first)
+    exact = list(first)[:cut]
+    texts = {k: plain(f"{first[k].kind}: {first[k].detail[:DETAIL_CHARS]}") for k in exact}
+    size = -(-len(sim.records) // MAX_POINTS)
+    rest: dict[int, list[int]] = {}
+    for k in list(first)[cut:]:
+        rest.setdefault(k // size, []).append(k)
+    for bucket, ks in rest.items():
+        k = max(
+            range(bucket * size, min((bucket + 1) * size, len(sim.records))),
+            key=lambda j: sim.records[j].sent,
+        )
+        said = (
+            f"{len(ks)} more problem step{'s' if len(ks) > 1 else ''} in steps {min(ks)}-{max(ks)}"
+        )
+        texts[k] = f"{texts[k]}<br>{said}" if k in texts else said
+    xs = sorted(texts)
     return {
         "type": "scatter",
         "mode": "markers",
         "name": "problems",
         "x": xs,
         "y": [sim.records[k].sent for k in xs],
-        "text": [plain(f"{first[k].kind}: {first[k].detail}") for k in xs],
+        "text": [texts[k] for k in xs],
         "marker": {"symbol": "x", "size": 9, "color": "#D55E00"},
         "hovertemplate": "step %{x}<br>%{text}<extra></extra>",
     }
