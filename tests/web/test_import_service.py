@@ -109,6 +109,20 @@ def test_nul_characters_in_content_are_stored_on_every_database(alice):
 
 
 @pytest.mark.django_db
+def test_nul_characters_in_tool_arguments_and_names_are_stored_on_every_database(alice):
+    doc = json.loads(json.dumps(NATIVE))
+    call = doc["runs"][0]["messages"][1]["content"][0]
+    call["arguments"] = {"path": "a\x00b"}
+    call["name"] = "re\x00ad"
+    job = import_bytes(alice, "nul.json", json.dumps(doc).encode())
+    assert job.status == "done", job.error
+    part = Message.objects.get(run__session_id="s1", index=1).parts[0]
+    assert part["name"] == "re\ufffdad"
+    # The arguments are the JSON text sent, where a NUL is the escape \u0000: storable.
+    assert json.loads(part["arguments"]) == {"path": "a\x00b"}
+
+
+@pytest.mark.django_db
 def test_a_file_forced_as_the_wrong_format_saves_nothing_and_says_why(alice, corpus):
     data = (corpus / "claude_code" / "ccviewer_5c0375b4.jsonl").read_bytes()
     job = import_bytes(alice, "session.jsonl", data, "codex")

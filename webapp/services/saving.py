@@ -250,7 +250,7 @@ def message_row(
         index=index,
         role=message.role,
         kind=message.kind,
-        parts=[storable(part_to_dict(p)) for p in message.parts],
+        parts=_stored_parts(message),
         compact_summary=message.compact_summary,
         tool_names=", ".join(c.name for c in message.tool_calls)[:500],
         content_hash=key,
@@ -264,6 +264,26 @@ def message_row(
             datetime.fromtimestamp(message.time, tz=UTC) if message.time is not None else None
         ),
     )
+
+
+def _stored_parts(message: core.Message) -> list[Any]:
+    """The message's parts as stored: walked for NUL characters only when one of its
+    strings has one (walking every part of every message was a tenth of a large
+    import)."""
+    parts = [part_to_dict(p) for p in message.parts]
+    if any("\x00" in text for text in _texts(message)):
+        return [storable(p) for p in parts]
+    return parts
+
+
+def _texts(message: core.Message) -> list[str]:
+    out: list[str] = []
+    for part in message.parts:
+        for name in ("text", "name", "arguments", "call_id", "id", "definition", "media_type"):
+            value = getattr(part, name, None)
+            if isinstance(value, str):
+                out.append(value)
+    return out
 
 
 def storable(value: Any) -> Any:
