@@ -107,8 +107,9 @@ class ImportJob(Job):
     again = models.BooleanField(default=False)
     """Import even though the same file was imported before (the person asked)."""
     stage = models.CharField(max_length=10, blank=True)
-    """While running: "reading" the file, "writing" its messages, "counting" them with
-    the slow estimators once its runs are shown (messages_written then counts those)."""
+    """While running: "reading" the file, "writing" its messages, "finishing" (their
+    skeletons), "counting" them with the slow estimators once its runs are shown
+    (messages_written then counts those)."""
     messages_written = models.PositiveIntegerField(default=0)
     messages_total = models.PositiveIntegerField(default=0)
 

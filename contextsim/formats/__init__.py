@@ -7,6 +7,8 @@ an importer class and one entry in IMPORTERS.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import IO
@@ -14,10 +16,14 @@ from typing import IO
 from contextsim.formats.anthropic import AnthropicImporter
 from contextsim.formats.base import (
     Document,
+    FileEnd,
     FormatError,
     Importer,
+    LazyDocument,
     ParsedFile,
+    RunPiece,
     Source,
+    open_source,
     read_source,
 )
 from contextsim.formats.claude_code import ClaudeCodeImporter
@@ -31,10 +37,11 @@ from contextsim.formats.swe_agent import SWEAgentImporter
 
 # Detection tries them in this order: the most specific markers first (formats added
 # later come last, so the list printed in errors keeps its established order).
+NATIVE = NativeImporter()
 IMPORTERS: dict[str, Importer] = {
     i.name: i
     for i in (
-        NativeImporter(),
+        NATIVE,
         ClaudeCodeImporter(),
         CodexImporter(),
         AnthropicImporter(),
@@ -52,7 +59,16 @@ IMPORTERS: dict[str, Importer] = {
     )
 }
 
-__all__ = ["IMPORTERS", "FormatError", "ParsedFile", "parse_path", "parse_stream"]
+__all__ = [
+    "IMPORTERS",
+    "FileEnd",
+    "FormatError",
+    "ParsedFile",
+    "RunPiece",
+    "parse_path",
+    "parse_stream",
+    "pieces_of",
+]
 
 
 def supported() -> str:
@@ -65,9 +81,46 @@ def parse_stream(name: str, stream: IO[bytes], format: str | None = None) -> Par
     With `format` None the format is detected; otherwise that importer is used.
     Raises FormatError naming the file, the line or JSON path, and what was expected.
     """
+    _known(name, format)
+    return _parsed(name, read_source(name, stream), format)
+
+
+PIECE = 2_000
+"""Messages per piece when a file parsed whole is handed over in pieces."""
+_NATIVE_HEAD = re.compile(r'\s*\{\s*"contextsim"\s*:')
+
+
+def pieces_of(
+    name: str, stream: IO[bytes], format: str | None = None
+) -> Iterator[RunPiece | FileEnd]:
+    """What parse_stream gives, handed over a piece at a time: a big native document
+    is parsed as it is handed over, so it is never held whole (nor its runs, if the
+    caller lets each piece go); any other file is parsed whole, then handed over."""
+    _known(name, format)
+    source = open_source(name, stream)
+    if isinstance(source, LazyDocument):
+        if format in (None, "native") and _NATIVE_HEAD.match(source.head):
+            yield from NATIVE.pieces(source)
+            return
+        source = source.load()
+    yield from whole_pieces(_parsed(name, source, format))
+
+
+def whole_pieces(parsed: ParsedFile) -> Iterator[RunPiece | FileEnd]:
+    """A file parsed whole, handed over in pieces of PIECE messages."""
+    for r, run in enumerate(parsed.runs):
+        for start in range(0, len(run.messages), PIECE):
+            yield RunPiece(r, run.messages[start : start + PIECE])
+    facts = tuple((r, replace(run, messages=())) for r, run in enumerate(parsed.runs))
+    yield FileEnd(parsed.format, facts, parsed.warnings)
+
+
+def _known(name: str, format: str | None) -> None:
     if format is not None and format not in IMPORTERS:
         raise FormatError(name, "", f"unknown format {format!r}; supported formats: {supported()}")
-    source = read_source(name, stream)
+
+
+def _parsed(name: str, source: Source, format: str | None) -> ParsedFile:
     if format is not None:
         return _with_source_warnings(_forced(IMPORTERS[format], source), source)
     for importer in IMPORTERS.values():

@@ -11,6 +11,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any, Protocol
@@ -63,7 +64,70 @@ class Document:
     warnings: tuple[str, ...] = ()
 
 
+LAZY_BYTES = 16 << 20
+"""A document bigger than this (from a seekable stream) is not parsed up front: an
+importer that can takes it an array at a time (LazyDocument)."""
+
+
+@dataclass(slots=True)
+class LazyDocument:
+    """A JSON document too big to parse before it is known who takes it: read from
+    `stream` (seekable; the document begins at `start`) whole by `load`, or an array's
+    elements at a time by `elements`. `head` is its first characters, for detection."""
+
+    path: str
+    stream: IO[bytes]
+    start: int
+    head: str
+    warnings: list[str] = field(default_factory=list)
+
+    def load(self) -> Document:
+        """The document parsed whole."""
+        self.stream.seek(self.start)
+        return _document(self.path, b"", self.stream)
+
+    def elements(self, split: json_stream.Pattern) -> Iterator[tuple[json_stream.Path, Any]]:
+        """(path, element) of each element of the arrays `split` names, then ((), the
+        document with those arrays empty); FormatError on bad input."""
+        self.stream.seek(self.start)
+        count = 0
+        with _json_errors(self.path):
+            reader = json_stream.Elements(self.stream, b"", split)
+            for at, element in reader:
+                if reader.escaped_yet:
+                    element, n = without_lone_surrogates(element)
+                    count += n
+                yield at, element
+        document = reader.document
+        if reader.escaped:
+            document, n = without_lone_surrogates(document)
+            count += n
+        if count:
+            self.warnings.append(_surrogates_said(self.path, "$", count))
+        yield (), document
+
+
 Source = Lines | Document
+
+
+@dataclass(frozen=True, slots=True)
+class RunPiece:
+    """Messages of one of a file's runs, in order, after those of its earlier pieces;
+    `run` numbers the file's runs in the order their first piece came."""
+
+    run: int
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FileEnd:
+    """The end of a file read in pieces: its format, warnings, and each run's facts (a
+    Run whose messages are its pieces', left out here), in the order the runs are to be
+    shown, each with the number its pieces carry."""
+
+    format: str
+    runs: tuple[tuple[int, Run], ...]
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +255,14 @@ def read_source(path: str, stream: IO[bytes]) -> Source:
     A document is parsed from the stream (contextsim.formats.json_stream): its text is
     never held whole, so a 200 MB one-line file costs about its tree.
     """
+    source = open_source(path, stream)
+    return source.load() if isinstance(source, LazyDocument) else source
+
+
+def open_source(path: str, stream: IO[bytes]) -> Source | LazyDocument:
+    """As read_source, but a document over LAZY_BYTES from a seekable stream is left
+    unparsed (LazyDocument), for an importer that reads it an array at a time."""
+    origin = stream.tell() if stream.seekable() else None
     head = stream.readline(FIRST_LINE)
     if head.startswith(codecs.BOM_UTF8):
         head = head[len(codecs.BOM_UTF8) :]
@@ -203,11 +275,22 @@ def read_source(path: str, stream: IO[bytes]) -> Source:
     while second and not second.strip():
         second = stream.readline(FIRST_LINE)
     if not second or not _is_object_line(path, head):
+        if origin is not None and _left(stream) > LAZY_BYTES:
+            start = (head + second)[:4096].decode(errors="replace")
+            return LazyDocument(path, stream, origin, start)
         return _document(path, head + second, stream)
     warnings: list[str] = []
     rest = _records(path, _chain(head, second, stream), warnings)
     sample = [r for _, r in zip(range(SNIFF_LINES), rest, strict=False)]
     return Lines(path, sample, rest, warnings)
+
+
+def _left(stream: IO[bytes]) -> int:
+    """Bytes of a seekable stream after its position (where it is left)."""
+    here = stream.tell()
+    end = stream.seek(0, 2)
+    stream.seek(here)
+    return end - here
 
 
 def _is_object_line(path: str, line: bytes) -> bool:
@@ -228,8 +311,19 @@ def _chain(head: bytes, second: bytes, stream: IO[bytes]) -> Iterator[bytes]:
 
 def _document(path: str, first: bytes, stream: IO[bytes]) -> Document:
     """The JSON document of `first` and the rest of `stream`."""
-    try:
+    with _json_errors(path):
         data, escaped = json_stream.load(stream, first)
+    if not escaped:
+        return Document(path, data)
+    data, count = without_lone_surrogates(data)
+    return Document(path, data, (_surrogates_said(path, "$", count),) if count else ())
+
+
+@contextmanager
+def _json_errors(path: str) -> Iterator[None]:
+    """json_stream's errors as FormatErrors naming the file and the place."""
+    try:
+        yield
     except json_stream.NotUTF8 as exc:
         raise FormatError(
             path,
@@ -246,11 +340,9 @@ def _document(path: str, first: bytes, stream: IO[bytes]) -> Document:
             "or one JSON object per line",
         ) from None
     except ValueError as exc:  # a number past the standard library's digit limit
+        if isinstance(exc, FormatError):
+            raise
         raise FormatError(path, "line 1", _unreadable(exc)) from None
-    if not escaped:
-        return Document(path, data)
-    data, count = without_lone_surrogates(data)
-    return Document(path, data, (_surrogates_said(path, "$", count),) if count else ())
 
 
 def _unreadable(exc: BaseException) -> str:

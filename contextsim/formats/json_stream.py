@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+from collections.abc import Generator, Iterator
 from typing import IO, Any
 
 CHUNK = 1 << 20
@@ -128,30 +129,75 @@ class _Window:
                 return ""
 
 
+Path = tuple[str | int, ...]
+"""Where a value is in the document: keys and indexes from the top."""
+Pattern = tuple[str, ...]
+"""A path whose "*" matches any key or index."""
+
+
 def load(stream: IO[bytes], first: bytes = b"") -> tuple[Any, bool]:
     """The JSON document of `first` followed by the rest of `stream`, and whether its
     text has an escaped surrogate (so lone ones may be in it). Raises JSONStreamError
     (NotUTF8 for bytes that are not UTF-8)."""
-    window = _Window(stream, first)
-    window.more()
-    if window.next_char() == "":
-        raise window.error("Expecting value", window.pos)
-    value = _value(window, 0)
-    if window.next_char() != "":
-        raise window.error("Extra data", window.pos)
-    return value, window.escaped
+    reader = Elements(stream, first, ())
+    for _ in reader:
+        pass
+    return reader.document, reader.escaped
 
 
-def _value(w: _Window, depth: int) -> Any:
+class Elements:
+    """Iterate over (path, element) for each element of each array whose path matches
+    `split`, as it is parsed; such arrays are left empty in `document`, which is set
+    (with `escaped`, as `load` gives them) once the iteration ends. So a document's
+    big array is handed over one element at a time, never held whole."""
+
+    def __init__(self, stream: IO[bytes], first: bytes, split: Pattern) -> None:
+        self.document: Any = None
+        self.escaped = False
+        self._window = _Window(stream, first)
+        self._split = split
+        self._run = self._parse()
+
+    @property
+    def escaped_yet(self) -> bool:
+        """Whether the text read so far has an escaped surrogate."""
+        return self._window.escaped
+
+    def __iter__(self) -> Elements:
+        return self
+
+    def __next__(self) -> tuple[Path, Any]:
+        return next(self._run)
+
+    def _parse(self) -> Iterator[tuple[Path, Any]]:
+        w = self._window
+        w.more()
+        if w.next_char() == "":
+            raise w.error("Expecting value", w.pos)
+        self.document = yield from _value(w, (), self._split)
+        if w.next_char() != "":
+            raise w.error("Extra data", w.pos)
+        self.escaped = w.escaped
+
+
+def _under(path: Path, split: Pattern) -> bool:
+    """Whether `path` is `split` or leads to it (a container to enter)."""
+    return len(path) <= len(split) and all(
+        p == "*" or p == str(k) for p, k in zip(split, path, strict=False)
+    )
+
+
+def _value(w: _Window, path: Path, split: Pattern) -> Generator[tuple[Path, Any], None, Any]:
     start = w.next_char()
-    while True:
+    enter = bool(split) and start in "[{" and _under(path, split)
+    while not enter:
         try:
             value, end = _DECODER.raw_decode(w.text, w.pos)
         except json.JSONDecodeError as exc:
             if w.eof:
                 raise w.error(exc.msg, exc.pos) from None
-            if start in "[{" and depth < MAX_DEPTH:
-                return _container(w, start, depth + 1)
+            if start in "[{" and len(path) < MAX_DEPTH:
+                break
             w.more(len(w.text) - w.pos + CHUNK)  # the value goes on past the window
             continue
         except RecursionError:
@@ -161,19 +207,30 @@ def _value(w: _Window, depth: int) -> Any:
             continue
         w.pos = end
         return value
+    return (yield from _container(w, start, path, split))
 
 
-def _container(w: _Window, opening: str, depth: int) -> Any:
+def _container(
+    w: _Window, opening: str, path: Path, split: Pattern
+) -> Generator[tuple[Path, Any], None, Any]:
     w.pos += 1
     if opening == "[":
-        items: list[Any] = []
+        handed = bool(split) and len(path) == len(split) and _under(path, split)
+        elements: list[Any] = []
         if w.next_char() == "]":
             w.pos += 1
-            return items
+            return elements
+        index = 0
         while True:
-            items.append(_value(w, depth))
+            at = (*path, index)
+            element = yield from _value(w, at, split)
+            if handed:
+                yield at, element
+            else:
+                elements.append(element)
+            index += 1
             if _after_member(w, "]"):
-                return items
+                return elements
     members: dict[str, Any] = {}
     found = w.next_char()
     if found == "}":
@@ -182,11 +239,11 @@ def _container(w: _Window, opening: str, depth: int) -> Any:
     while True:
         if found != '"':
             raise w.error("Expecting property name enclosed in double quotes", w.pos)
-        key = _value(w, depth)
+        key = yield from _value(w, (), ())
         if w.next_char() != ":":
             raise w.error("Expecting ':' delimiter", w.pos)
         w.pos += 1
-        members[key] = _value(w, depth)
+        members[key] = yield from _value(w, (*path, key), split)
         if _after_member(w, "}"):
             return members
         found = w.next_char()

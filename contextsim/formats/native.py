@@ -8,14 +8,17 @@ suits streaming a live run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from contextsim.formats.base import (
     Document,
+    FileEnd,
     FormatError,
+    LazyDocument,
     Lines,
     ParsedFile,
+    RunPiece,
     Source,
     arguments_text,
     expect,
@@ -39,6 +42,8 @@ from contextsim.model import (
 )
 
 VERSION = 1
+PIECE = 500
+"""Messages handed over at a time by NativeImporter.pieces."""
 RUN_FIELDS = ("title", "model", "session_id", "parent_session_id", "subagent")
 
 
@@ -56,6 +61,33 @@ class NativeImporter:
             return ParsedFile(self.name, _parse_document(source), ())
         return ParsedFile(self.name, _parse_lines(source), tuple(source.warnings))
 
+    def pieces(self, source: LazyDocument) -> Iterator[RunPiece | FileEnd]:
+        """The runs of a big document, their messages PIECE at a time as they are parsed
+        (the document is never held whole), then their facts."""
+        path = source.path
+        counts: dict[int, int] = {}
+        batch: list[Message] = []
+        current = -1
+        document: Any = None
+        for at, element in source.elements(("runs", "*", "messages")):
+            if not at:
+                document = element
+                break
+            r, i = int(at[1]), int(at[3])
+            if r != current and batch:
+                yield RunPiece(current, tuple(batch))
+                batch = []
+            current = r
+            batch.append(parse_message(path, f"$.runs[{r}].messages[{i}]", element))
+            counts[r] = i + 1
+            if len(batch) >= PIECE:
+                yield RunPiece(r, tuple(batch))
+                batch = []
+        if batch:
+            yield RunPiece(current, tuple(batch))
+        runs = _parse_document(Document(path, document), counts)
+        yield FileEnd(self.name, tuple(enumerate(runs)), tuple(source.warnings))
+
 
 def _check_version(path: str, where: str, data: dict[str, Any]) -> None:
     if data.get("contextsim") != VERSION:
@@ -66,7 +98,9 @@ def _check_version(path: str, where: str, data: dict[str, Any]) -> None:
         )
 
 
-def _parse_document(source: Document) -> tuple[Run, ...]:
+def _parse_document(source: Document, streamed: dict[int, int] | None = None) -> tuple[Run, ...]:
+    """The document's runs; with `streamed` (run -> messages handed over before, their
+    arrays left empty in the document), the runs' facts only (no messages)."""
     path, data = source.path, source.data
     expect(path, "$", data, dict, "an object with 'contextsim' and 'runs'")
     _check_version(path, "$.contextsim", data)
@@ -85,7 +119,8 @@ def _parse_document(source: Document) -> tuple[Run, ...]:
         )
         listed = expect(path, f"{where}.elisions", run.get("elisions") or [], list, "a list")
         elisions = [_elision(path, f"{where}.elisions[{i}]", e) for i, e in enumerate(listed)]
-        out.append(_run(path, where, run, messages, compactions, elisions))
+        count = len(messages) if streamed is None else streamed.get(r, 0)
+        out.append(_run(path, where, run, messages, compactions, elisions, count))
     return tuple(out)
 
 
@@ -133,7 +168,10 @@ def _run(
     messages: list[Message] | tuple[Message, ...],
     compactions: list[Compaction] | tuple[Compaction, ...],
     elisions: Sequence[Elision] = (),
+    count: int | None = None,
 ) -> Run:
+    """The run of header `data`; `count` its messages when they are not in `messages`
+    (handed over apart), for the elisions kept (those of a message that exists)."""
     fields = {k: data[k] for k in RUN_FIELDS if k in data}
     for key, value in fields.items():
         kind: type = bool if key == "subagent" else str
@@ -142,7 +180,9 @@ def _run(
         messages=tuple(messages),
         format="native",
         compactions=tuple(compactions),
-        elisions=tuple(e for e in elisions if e.message < len(messages)),
+        elisions=tuple(
+            e for e in elisions if e.message < (len(messages) if count is None else count)
+        ),
         **{"title": "untitled run", **fields},
     )
 

@@ -38,7 +38,11 @@ def test_a_problem_at_every_one_of_20000_steps_leaves_the_figure_bounded():
     assert len(json.dumps(figure)) < 200_000
     # The most severe ("error" sorts before "warning") are marked where they are.
     errors = {p.step for p in problems if p.severity == "error"}
-    exact = [x for x, text in zip(markers["x"], markers["text"]) if text.startswith("rejected")]
+    exact = [
+        x
+        for x, text in zip(markers["x"], markers["text"], strict=True)
+        if text.startswith("rejected")
+    ]
     assert set(exact) <= errors and len(exact) == min(len(errors), MAX_MARKED)
     # Every other problem step is counted in some bucket's marker.
     counted = 0

@@ -134,3 +134,33 @@ def test_an_import_failed_for_good_while_counting_keeps_its_runs_and_counts_on_f
 def test_slow_estimators_are_the_tokenizers_and_each_has_a_fast_stand_in():
     assert set(SLOW) == {"o200k", "cl100k"}
     assert all(STAND_INS[name] in ESTIMATORS for name in SLOW)
+
+
+def test_a_big_native_document_is_imported_as_parsed_with_the_runs_a_small_one_gives(
+    alice, bob, monkeypatch
+):
+    from contextsim.formats import base as formats_base
+    from contextsim.formats import native
+
+    doc = json.loads(json.dumps(NATIVE))
+    doc["runs"][0]["messages"] *= 25  # 100 messages in pieces of 7
+    body = json.dumps(doc, ensure_ascii=False).encode()
+    small = imports.run_import(imports.store_upload(alice, "a.json", BytesIO(body)).pk)
+    monkeypatch.setattr(formats_base, "LAZY_BYTES", 0)
+    monkeypatch.setattr(native, "PIECE", 7)
+    big = imports.run_import(imports.store_upload(bob, "a.json", BytesIO(body)).pk)
+    assert small.status == big.status == ImportJob.Status.DONE
+    assert (small.format, small.warnings) == (big.format, big.warnings)
+
+    def stored(job):
+        runs = list(job.upload.runs.order_by("pk"))
+        fields = ("title", "session_id", "message_count", "request_count", "peak_measured_context")
+        facts = [[getattr(r, f) for f in fields] for r in runs]
+        rows = [
+            list(Message.objects.filter(run=r).order_by("index").values_list("parts", "counts"))
+            for r in runs
+        ]
+        skeletons = [{s.estimator: s.data for s in r.skeletons.all()} for r in runs]
+        return facts, rows, skeletons
+
+    assert stored(small) == stored(big)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import zipfile
+from collections.abc import Iterator
 from typing import IO
 
 from django.conf import settings
@@ -16,7 +17,15 @@ from django.db.models import Q
 from django.utils import timezone
 
 from contextsim import model as core
-from contextsim.formats import FormatError, ParsedFile, parse_stream
+from contextsim.formats import (
+    FileEnd,
+    FormatError,
+    ParsedFile,
+    RunPiece,
+    parse_stream,
+    pieces_of,
+    whole_pieces,
+)
 from webapp.models import ImportJob, Run, Upload
 from webapp.services import counting, jobs, saving
 
@@ -101,27 +110,40 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
 
 
 def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> list[Run]:
-    """Parse the upload, write its runs counted by the fast estimators (staged: unseen),
-    and show them, with the job's format and warnings, in one short transaction: from
-    then on they are browsable, while their slow counts are made (`_count`)."""
+    """Read the upload a piece at a time (contextsim.formats.pieces_of: a big native
+    document is parsed as it is written, never held whole), write its runs counted by
+    the fast estimators (staged: unseen), and show them, with the job's format and
+    warnings, in one short transaction: from then on they are browsable, while their
+    slow counts are made (`_count`)."""
     upload = job.upload
     _progress(job, "reading")
-    parsed = _parse_upload(upload)
-    if not parsed.runs:
+    fillings: dict[int, saving.Filling] = {}
+    end: FileEnd | None = None
+    written = 0
+    for piece in _pieces(upload):
+        if isinstance(piece, FileEnd):
+            end = piece
+            continue
+        hold.check()
+        filling = fillings.get(piece.run)
+        if filling is None:
+            staged.append(saving.begin(owner=upload.owner, upload=upload))
+            filling = fillings[piece.run] = saving.Filling(staged[-1])
+        filling.add(piece.messages)
+        written += len(piece.messages)
+        _progress(job, "writing", written, 0)
+    if end is None or not end.runs:
         raise FormatError(upload.original_name, "", "the file holds no conversation")
-    total = sum(len(run.messages) for run in parsed.runs)
-    before = 0
-    for run in parsed.runs:
-        staged.append(saving.begin(run, owner=upload.owner, upload=upload))
-
-        def written(n: int, before: int = before) -> None:
-            hold.check()
-            _progress(job, "writing", before + n, total)
-
-        saving.fill(staged[-1], run, written)
-        before += len(run.messages)
-    found = {"format": parsed.format[:30], "warnings": list(parsed.warnings)}
-    del parsed, run  # the file's runs are not held while the tokenizers count
+    _progress(job, "finishing", written, written)
+    shown = []
+    for number, facts in end.runs:
+        filling = fillings.get(number)
+        if filling is None:  # a run without messages
+            staged.append(saving.begin(owner=upload.owner, upload=upload))
+            filling = saving.Filling(staged[-1])
+        filling.finish(facts)
+        shown.append(filling.stored)
+    found = {"format": end.format[:30], "warnings": list(end.warnings)}
     with transaction.atomic():
         jobs.record(
             ImportJob,
@@ -132,7 +154,7 @@ def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> 
             shown=timezone.now(),
             **found,
         )
-        return saving.publish(staged, upload.owner)
+        return saving.publish(shown, upload.owner)
 
 
 def _count(job: ImportJob, shown: list[Run], hold: jobs.Hold) -> None:
@@ -191,17 +213,18 @@ def import_again(job: ImportJob) -> ImportJob:
     return job
 
 
-def _parse_upload(upload: Upload) -> ParsedFile:
-    """The upload's runs: one file's, or every log file's of a zip (a Claude Code
-    project folder with its subagents, say)."""
+def _pieces(upload: Upload) -> Iterator[RunPiece | FileEnd]:
+    """The upload's runs a piece at a time: one file's, or every log file's of a zip (a
+    Claude Code project folder with its subagents, say)."""
     fmt = upload.format_override or None
     with upload.file.open("rb") as stream:
         if zipfile.is_zipfile(stream):
             stream.seek(0)
             with zipfile.ZipFile(stream) as archive:
-                return _parse_zip(upload.original_name, archive, fmt)
+                yield from whole_pieces(_parse_zip(upload.original_name, archive, fmt))
+            return
         stream.seek(0)
-        return parse_stream(upload.original_name, stream, fmt)
+        yield from pieces_of(upload.original_name, stream, fmt)
 
 
 ZIP_MEMBERS = 2_000

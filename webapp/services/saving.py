@@ -95,23 +95,7 @@ def _create(
         demo_key=demo_key,
         ready=ready,
         counting=list(counting),
-        title=storable(run.title[:300]) or "untitled run",
-        format=run.format,
-        model=run.model[:120],
-        session_id=run.session_id[:200],
-        parent_session_id=run.parent_session_id[:200],
-        subagent=run.subagent,
-        compactions=[
-            {"before_message": c.before_message, "pre_tokens": c.pre_tokens, "trigger": c.trigger}
-            for c in run.compactions
-        ],
-        context_window=run.context_window,
-        harness_version=run.harness_version[:40],
-        compaction_request=run.compaction_request,
-        elisions=[
-            {"message": e.message, "from_step": e.from_step, "text": storable(e.text)}
-            for e in run.elisions
-        ],
+        **_facts(run),
         message_count=len(run.messages),
         request_count=core.request_count(run),
         requests_with_usage=len(measured),
@@ -120,32 +104,102 @@ def _create(
     )
 
 
-def begin(run: core.Run, *, owner: AbstractBaseUser | None, upload: Upload | None) -> Run:
-    """The row of `run` as a run nobody sees yet (`ready` False), its messages still to
-    be written by `fill`. `publish` shows it; a failed import deletes it (`drop`). Its
-    slow estimators' counts are left to webapp.services.counting (`counting`)."""
-    return _create(run, owner, upload, Visibility.PRIVATE, "", ready=False, counting=SLOW)
+def _facts(run: core.Run) -> dict[str, Any]:
+    """The fields of a stored run that the core run's facts give (not its messages)."""
+    return {
+        "title": storable(run.title[:300]) or "untitled run",
+        "format": run.format,
+        "model": run.model[:120],
+        "session_id": run.session_id[:200],
+        "parent_session_id": run.parent_session_id[:200],
+        "subagent": run.subagent,
+        "compactions": [
+            {"before_message": c.before_message, "pre_tokens": c.pre_tokens, "trigger": c.trigger}
+            for c in run.compactions
+        ],
+        "context_window": run.context_window,
+        "harness_version": run.harness_version[:40],
+        "compaction_request": run.compaction_request,
+        "elisions": [
+            {"message": e.message, "from_step": e.from_step, "text": storable(e.text)}
+            for e in run.elisions
+        ],
+    }
+
+
+def begin(
+    run: core.Run | None = None,
+    *,
+    owner: AbstractBaseUser | None,
+    upload: Upload | None,
+) -> Run:
+    """The row of `run` (or of a run whose facts come at the end, `Filling.finish`) as a
+    run nobody sees yet (`ready` False), its messages still to be written (`fill`, or
+    `Filling`). `publish` shows it; a failed import deletes it (`drop`). Its slow
+    estimators' counts are left to webapp.services.counting (`counting`)."""
+    facts = run if run is not None else core.Run(title="importing…", messages=())
+    return _create(facts, owner, upload, Visibility.PRIVATE, "", ready=False, counting=SLOW)
 
 
 def fill(stored: Run, run: core.Run, written: Callable[[int], None] = lambda n: None) -> None:
-    """Count with the fast estimators and write the messages of `run` into the staged
-    `stored`, STAGE_ROWS at a time, each batch in its own short transaction, so the
-    write lock never grows with the file; then the fast estimators' skeletons, built
-    in the same pass. `written` is told how many messages are written before each
-    batch and at the end (it may raise to stop: a job that lost its lease)."""
-    chosen = {n: e for n, e in ESTIMATORS.items() if n not in stored.counting}
-    builder = SkeletonBuilder(list(chosen.values()))
+    """Write the messages of `run` into the staged `stored` (see Filling), STAGE_ROWS
+    at a time; `written` is told how many messages are written before each batch and
+    at the end (it may raise to stop: a job that lost its lease)."""
+    filling = Filling(stored)
     for start in range(0, len(run.messages), STAGE_ROWS):
         written(start)
-        batch = run.messages[start : start + STAGE_ROWS]
-        rows = [message_row(stored, start + i, m, chosen) for i, m in enumerate(batch)]
-        builder.add(batch, [row.content_hash for row in rows])
+        filling.add(run.messages[start : start + STAGE_ROWS])
+    written(len(run.messages))
+    filling.finish(run)
+
+
+class Filling:
+    """A staged run written a batch of messages at a time: each batch counted by the
+    fast estimators, then written in its own short transaction (so the write lock never
+    grows with the file, and the batch can be let go), and fed to the fast estimators'
+    skeletons; `finish` writes the run's facts and those skeletons."""
+
+    def __init__(self, stored: Run) -> None:
+        self.stored = stored
+        self.estimators = {n: e for n, e in ESTIMATORS.items() if n not in stored.counting}
+        self.builder = SkeletonBuilder(list(self.estimators.values()))
+        self.requests = self.measured = self.calls = 0
+        self.peak: int | None = None
+
+    @property
+    def written(self) -> int:
+        return self.builder.size
+
+    def add(self, messages: Sequence[core.Message]) -> None:
+        start = self.written
+        rows = [
+            message_row(self.stored, start + i, m, self.estimators) for i, m in enumerate(messages)
+        ]
+        self.builder.add(messages, [row.content_hash for row in rows])
         with transaction.atomic():
             Message.objects.bulk_create(rows, batch_size=BATCH)
-    written(len(run.messages))
-    for name, sk in builder.finish(run).items():
-        data = storable(skeleton.to_dict(sk))
-        RunSkeleton.objects.create(run=stored, estimator=name, data=data)
+        for m in messages:
+            self.requests += m.role == "assistant"
+            self.calls += len(m.tool_calls)
+            if m.usage is not None:
+                self.measured += 1
+                self.peak = max(self.peak or 0, m.usage.context)
+
+    def finish(self, facts: core.Run) -> None:
+        """Write the run's facts (`facts`' messages are not read: they are those added)
+        and the fast estimators' skeletons."""
+        stored = self.stored
+        for name, value in _facts(facts).items():
+            setattr(stored, name, value)
+        stored.message_count = self.written
+        stored.request_count = self.requests
+        stored.requests_with_usage = self.measured
+        stored.peak_measured_context = self.peak
+        stored.tool_call_count = self.calls
+        stored.save()
+        for name, sk in self.builder.finish(facts).items():
+            data = storable(skeleton.to_dict(sk))
+            RunSkeleton.objects.create(run=stored, estimator=name, data=data)
 
 
 def publish(staged: Sequence[Run], owner: AbstractBaseUser | None) -> list[Run]:

@@ -86,3 +86,25 @@ def test_lone_surrogates_cut_between_two_windows_are_found_and_replaced(monkeypa
     source = read_source("s.json", BytesIO(b'{"text": "emoji cut \\ud83d here"}'))
     assert source.data == {"text": "emoji cut \ufffd here"}  # type: ignore[union-attr]
     assert "1 lone surrogate" in source.warnings[0]  # type: ignore[union-attr]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(documents, max_size=5), max_size=4),
+    st.sampled_from([1, 5, 64, 1 << 20]),
+    st.booleans(),
+)
+def test_elements_hand_over_each_split_array_element_in_order_and_leave_it_empty(
+    groups, chunk, indent
+):
+    doc = {"v": 1, "runs": [{"title": f"r{i}", "messages": g} for i, g in enumerate(groups)]}
+    text = json.dumps(doc, indent=2 if indent else None, ensure_ascii=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(json_stream, "CHUNK", chunk)
+        reader = json_stream.Elements(BytesIO(text.encode()), b"", ("runs", "*", "messages"))
+        handed = list(reader)
+    assert handed == [
+        (("runs", r, "messages", i), m) for r, g in enumerate(groups) for i, m in enumerate(g)
+    ]
+    emptied = {**doc, "runs": [{**run, "messages": []} for run in doc["runs"]]}
+    assert reader.document == emptied

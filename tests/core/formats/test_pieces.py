@@ -1,0 +1,89 @@
+"""A file handed over in pieces gives the runs parse_stream gives: a big native
+document parsed as it is handed over (never whole), any other file parsed then cut."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from io import BytesIO
+from pathlib import Path
+
+import pytest
+
+from contextsim.formats import FileEnd, FormatError, RunPiece, native, parse_stream, pieces_of
+from contextsim.formats import base as formats_base
+
+CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
+
+
+def _joined(name: str, raw: bytes, format: str | None = None):
+    messages: dict[int, list] = {}
+    end = None
+    for piece in pieces_of(name, BytesIO(raw), format):
+        assert end is None, "nothing after the end"
+        if isinstance(piece, RunPiece):
+            messages.setdefault(piece.run, []).extend(piece.messages)
+        else:
+            end = piece
+    assert isinstance(end, FileEnd)
+    runs = tuple(replace(run, messages=tuple(messages.get(r, ()))) for r, run in end.runs)
+    return end.format, runs, end.warnings
+
+
+def _native_doc(runs: int, messages: int) -> bytes:
+    out = []
+    for r in range(runs):
+        items = [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"Сообщение {r}.{i} 内容"}
+            for i in range(messages)
+        ]
+        out.append(
+            {
+                "title": f"run {r}",
+                "messages": items,
+                "compactions": [{"before_message": 2, "pre_tokens": 10}],
+                "elisions": [
+                    {"message": 1, "from_step": 1, "text": "short"},
+                    {"message": messages + 5, "from_step": 1, "text": "past the end"},
+                ],
+            }
+        )
+    return json.dumps({"contextsim": 1, "runs": out}, ensure_ascii=False).encode()
+
+
+@pytest.mark.parametrize("lazy_over", [0, 1 << 40])
+def test_a_native_document_in_pieces_gives_the_runs_parse_stream_gives(monkeypatch, lazy_over):
+    monkeypatch.setattr(formats_base, "LAZY_BYTES", lazy_over)
+    monkeypatch.setattr(native, "PIECE", 7)
+    raw = _native_doc(3, 40)
+    whole = parse_stream("big.json", BytesIO(raw))
+    fmt, runs, warnings = _joined("big.json", raw)
+    assert (fmt, runs, warnings) == (whole.format, whole.runs, whole.warnings)
+    assert [len(r.elisions) for r in runs] == [1, 1, 1]
+
+
+def test_a_streamed_native_document_with_a_bad_message_fails_naming_it(monkeypatch):
+    monkeypatch.setattr(formats_base, "LAZY_BYTES", 0)
+    doc = json.loads(_native_doc(1, 30))
+    doc["runs"][0]["messages"][17]["role"] = "robot"
+    with pytest.raises(FormatError) as got:
+        _joined("bad.json", json.dumps(doc).encode())
+    assert "$.runs[0].messages[17]" in str(got.value)
+
+
+def test_a_streamed_document_that_is_not_native_is_parsed_whole(monkeypatch):
+    monkeypatch.setattr(formats_base, "LAZY_BYTES", 0)
+    path = CORPUS / "openhands" / "basic.json"
+    if not path.exists():
+        pytest.skip(f"{path} is absent (the shared corpus is not here)")
+    raw = path.read_bytes()
+    whole = parse_stream(path.name, BytesIO(raw))
+    assert _joined(path.name, raw) == (whole.format, whole.runs, whole.warnings)
+
+
+def test_lone_surrogates_in_streamed_messages_are_replaced_and_said(monkeypatch):
+    monkeypatch.setattr(formats_base, "LAZY_BYTES", 0)
+    raw = b'{"contextsim": 1, "runs": [{"messages": [{"role": "user", "content": "cut \\ud83d"}]}]}'
+    _, (run,), warnings = _joined("s.json", raw)
+    assert run.messages[0].text == "cut \ufffd"
+    assert any("1 lone surrogate" in w for w in warnings)
