@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from contextsim.formats.anthropic import AnthropicImporter
 from contextsim.formats.base import (
@@ -20,7 +20,10 @@ from contextsim.formats.base import (
     FormatError,
     Importer,
     LazyDocument,
+    Lines,
     ParsedFile,
+    Reopen,
+    Restart,
     RunPiece,
     Source,
     open_source,
@@ -64,6 +67,7 @@ __all__ = [
     "FileEnd",
     "FormatError",
     "ParsedFile",
+    "Restart",
     "RunPiece",
     "parse_path",
     "parse_stream",
@@ -92,18 +96,43 @@ _NATIVE_HEAD = re.compile(r'\s*\{\s*"contextsim"\s*:')
 
 def pieces_of(
     name: str, stream: IO[bytes], format: str | None = None
-) -> Iterator[RunPiece | FileEnd]:
+) -> Iterator[RunPiece | FileEnd | Restart]:
     """What parse_stream gives, handed over a piece at a time: a big native document
     is parsed as it is handed over, so it is never held whole (nor its runs, if the
     caller lets each piece go); any other file is parsed whole, then handed over."""
     _known(name, format)
+    origin = stream.tell() if stream.seekable() else None
     source = open_source(name, stream)
     if isinstance(source, LazyDocument):
         if format in (None, "native") and _NATIVE_HEAD.match(source.head):
-            yield from NATIVE.pieces(source)
+            yield from NATIVE.document_pieces(source)
             return
         source = source.load()
-    yield from whole_pieces(_parsed(name, source, format))
+    reader = _reader(source, format) if origin is not None else None
+    if reader is None:
+        yield from whole_pieces(_parsed(name, source, format))
+        return
+    try:
+        yield from reader(source)
+    except Reopen:
+        assert origin is not None
+        yield Restart()
+        stream.seek(origin)
+        yield from whole_pieces(_parsed(name, read_source(name, stream), format))
+
+
+def _reader(source: Source, format: str | None) -> Any:
+    """The `pieces` method of the importer that takes this JSONL file, when it reads
+    JSONL in pieces (and the file is that importer's, as parse_stream would find)."""
+    if not isinstance(source, Lines):
+        return None
+    if format is not None:
+        chosen: Importer | None = IMPORTERS[format]
+        if chosen is not None and not chosen.sniff(source):
+            return None
+    else:
+        chosen = next((i for i in IMPORTERS.values() if i.sniff(source)), None)
+    return getattr(chosen, "pieces", None)
 
 
 def whole_pieces(parsed: ParsedFile) -> Iterator[RunPiece | FileEnd]:

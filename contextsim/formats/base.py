@@ -120,6 +120,17 @@ class RunPiece:
 
 
 @dataclass(frozen=True, slots=True)
+class Restart:
+    """Forget every piece handed over so far: the file is handed over again, from its
+    start (an importer reading in pieces met a line that changes one handed over)."""
+
+
+class Reopen(Exception):
+    """Raised by an importer reading in pieces when a line changes a message it handed
+    over already: the file must be read whole instead."""
+
+
+@dataclass(frozen=True, slots=True)
 class FileEnd:
     """The end of a file read in pieces: its format, warnings, and each run's facts (a
     Run whose messages are its pieces', left out here), in the order the runs are to be

@@ -29,16 +29,20 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from contextsim.formats.base import (
     Document,
+    FileEnd,
     FormatError,
     Lines,
     Names,
     ParsedFile,
     Record,
+    Reopen,
+    RunPiece,
     Source,
     arguments_text,
     expect,
@@ -67,6 +71,11 @@ SYNTHETIC = "<synthetic>"
 COMPACTION_AGENT = "agent-acompact"
 """Run key of the agent Claude Code runs to compact (subagents/agent-acompact-*.jsonl)."""
 TITLE_LENGTH = 80
+FLUSH_LINES = 1_000
+KEEP = 64
+"""ClaudeCodeImporter.pieces hands messages over every FLUSH_LINES lines, all but each
+run's last KEEP (lines that join a response or results to an earlier message come
+right after it)."""
 MAIN = ""
 """Run key of the main conversation; subagent keys are never empty."""
 COMMAND = re.compile(r"<command-name>(.*?)</command-name>", re.S)
@@ -105,6 +114,26 @@ class ClaudeCodeImporter:
             warnings = []
         runs = builder.finish()
         return ParsedFile(self.name, runs, (*warnings, *builder.warnings()))
+
+    def pieces(self, source: Lines) -> Iterator[RunPiece | FileEnd]:
+        """What `parse` gives, handed over as the lines are read: every FLUSH_LINES
+        lines, each run's messages but its last KEEP, so a long session is never whole
+        in memory. Raises Reopen when a line adds to a message already handed over
+        (then the file is to be read whole)."""
+        builder = _Builder(source.path)
+        numbers: dict[str, int] = {}
+
+        def handed(keep: int) -> Iterator[RunPiece]:
+            for key, messages in builder.flush(keep):
+                yield RunPiece(numbers.setdefault(key, len(numbers)), messages)
+
+        for n, record in enumerate(source, 1):
+            builder.add(record)
+            if n % FLUSH_LINES == 0:
+                yield from handed(KEEP)
+        yield from handed(0)
+        facts = tuple((numbers[key], run) for key, run in builder.facts())
+        yield FileEnd(self.name, facts, (*source.warnings, *builder.warnings()))
 
 
 def _looks_like_claude_code(data: dict[str, Any]) -> bool:
@@ -152,6 +181,13 @@ class _RunDraft:
     models: Counter[str] = field(default_factory=Counter)
     sealed: bool = False  # after a compaction boundary nothing merges into older messages
     version: str = ""  # Claude Code's version, as the last line that names one says
+    flushed: int = 0  # messages handed over already (ClaudeCodeImporter.pieces)
+    words: str = ""  # what the user first typed in the messages handed over, for a title
+    command: str = ""  # the first slash command in them
+
+    @property
+    def size(self) -> int:
+        return self.flushed + len(self.messages)
 
     def append(self, draft: _Draft) -> None:
         self.messages.append(draft)
@@ -185,7 +221,7 @@ class _Builder:
             elif kind == "user":
                 self._add_user(run, record)
             else:
-                run.compactions.append(_compaction(data, len(run.messages)))
+                run.compactions.append(_compaction(data, run.size))
                 run.sealed = True
 
     def _run_for(self, record: Record) -> _RunDraft:
@@ -219,11 +255,13 @@ class _Builder:
             response = f"line {record.line}"  # no id: the line is a response of its own
         index = run.responses.get(response)
         if index is not None:
-            draft = run.messages[index]
+            if index < run.flushed:
+                raise Reopen(f"{self.path}: line {record.line} adds to a message handed over")
+            draft = run.messages[index - run.flushed]
             draft.parts.extend(parts)
             draft.usage = usage or draft.usage  # repeated usage: keep one, the final one
             return
-        run.responses[response] = len(run.messages)
+        run.responses[response] = run.size
         if isinstance(model, str) and model and model != SYNTHETIC:
             run.models[model] += 1
         time = parse_time(record.data.get("timestamp"))
@@ -299,15 +337,45 @@ class _Builder:
 
     def finish(self) -> tuple[Run, ...]:
         """The runs built; raises FormatError when the file held no message at all."""
-        drafts = [r for r in self.runs.values() if r.messages]
+        main_session, drafts = self._drafts()
+        return tuple(
+            self._run(r, main_session, tuple(d.freeze() for d in r.messages)) for r in drafts
+        )
+
+    def flush(self, keep: int) -> Iterator[tuple[str, tuple[Message, ...]]]:
+        """(run key, messages) of the messages of each run but its last `keep`, which
+        are let go: with keep >= 1 nothing a later line can join is handed over, but
+        for a line that adds to an older response (then Reopen is raised)."""
+        for run in self.runs.values():
+            cut = len(run.messages) - keep
+            if cut <= 0:
+                continue
+            gone = run.messages[:cut]
+            del run.messages[:cut]
+            run.flushed += cut
+            for draft in gone:
+                if not run.words:
+                    words, is_command = _user_words(draft)
+                    if words and not is_command:
+                        run.words = words
+                    run.command = run.command or words
+            yield run.key, tuple(d.freeze() for d in gone)
+
+    def facts(self) -> tuple[tuple[str, Run], ...]:
+        """(run key, the run's facts, its messages left out) of every run, in order."""
+        main_session, drafts = self._drafts()
+        return tuple((r.key, self._run(r, main_session, ())) for r in drafts)
+
+    def _drafts(self) -> tuple[str, list[_RunDraft]]:
+        drafts = [r for r in self.runs.values() if r.size]
         if not drafts:
             problem = "no user or assistant messages found; expected Claude Code session lines"
             raise FormatError(self.path, "", problem)
         drafts.sort(key=lambda r: r.key != MAIN)  # stable: subagents keep file order
         main = self.runs.get(MAIN)
-        return tuple(self._run(r, main.session_id if main else "") for r in drafts)
+        return (main.session_id if main else ""), drafts
 
-    def _run(self, draft: _RunDraft, main_session: str) -> Run:
+    def _run(self, draft: _RunDraft, main_session: str, messages: tuple[Message, ...]) -> Run:
         sub = draft.key != MAIN
         models = [m for m, _ in draft.models.most_common(1)]
         # Claude Code runs its compaction as an agent of its own (agentId acompact-...):
@@ -316,7 +384,7 @@ class _Builder:
         title = f"compaction request of {main_session or draft.session_id}"
         return Run(
             title=title if compacting else self._title(draft),
-            messages=tuple(d.freeze() for d in draft.messages),
+            messages=messages,
             format="claude-code",
             model=models[0] if models else "",
             session_id=draft.key if sub else draft.session_id,
@@ -334,7 +402,9 @@ class _Builder:
         if draft.key == MAIN and self.summaries:
             ours = [s for leaf, s in self.summaries if self.owner.get(leaf) == MAIN]
             return _shorten((ours or [s for _, s in self.summaries])[0])
-        command = ""
+        if draft.words:
+            return _shorten(draft.words)
+        command = draft.command
         for message in draft.messages:
             words, is_command = _user_words(message)
             if words and not is_command:

@@ -43,7 +43,7 @@ from contextsim.model import (
 
 VERSION = 1
 PIECE = 500
-"""Messages handed over at a time by NativeImporter.pieces."""
+"""Messages handed over at a time by NativeImporter.document_pieces."""
 RUN_FIELDS = ("title", "model", "session_id", "parent_session_id", "subagent")
 
 
@@ -61,7 +61,7 @@ class NativeImporter:
             return ParsedFile(self.name, _parse_document(source), ())
         return ParsedFile(self.name, _parse_lines(source), tuple(source.warnings))
 
-    def pieces(self, source: LazyDocument) -> Iterator[RunPiece | FileEnd]:
+    def document_pieces(self, source: LazyDocument) -> Iterator[RunPiece | FileEnd]:
         """The runs of a big document, their messages PIECE at a time as they are parsed
         (the document is never held whole), then their facts."""
         path = source.path

@@ -164,3 +164,55 @@ def test_a_big_native_document_is_imported_as_parsed_with_the_runs_a_small_one_g
         return facts, rows, skeletons
 
     assert stored(small) == stored(big)
+
+
+def _stored(job):
+    runs = list(job.upload.runs.order_by("pk"))
+    fields = ("title", "session_id", "subagent", "message_count", "request_count", "compactions")
+    facts = [[getattr(r, f) for f in fields] for r in runs]
+    rows = [
+        list(Message.objects.filter(run=r).order_by("index").values_list("parts", "counts"))
+        for r in runs
+    ]
+    return facts, rows
+
+
+def test_a_claude_code_session_read_in_pieces_is_stored_as_one_read_whole(
+    alice, bob, corpus, monkeypatch
+):
+    from contextsim.formats import claude_code
+
+    body = (corpus / "claude_code" / "codemie_session-624a4a58.jsonl").read_bytes()
+    whole = imports.run_import(imports.store_upload(alice, "s.jsonl", BytesIO(body)).pk)
+    monkeypatch.setattr(claude_code, "FLUSH_LINES", 2)
+    monkeypatch.setattr(claude_code, "KEEP", 1)
+    pieces = imports.run_import(imports.store_upload(bob, "s.jsonl", BytesIO(body)).pk)
+    assert whole.status == pieces.status == ImportJob.Status.DONE
+    assert _stored(whole) == _stored(pieces)
+
+
+def test_an_import_restarted_by_a_late_line_keeps_only_the_second_reading(alice, monkeypatch):
+    from contextsim.formats import claude_code
+
+    monkeypatch.setattr(claude_code, "FLUSH_LINES", 1)
+    monkeypatch.setattr(claude_code, "KEEP", 1)
+    head = {"sessionId": "s", "isSidechain": False}
+    answer = {"role": "assistant", "id": "msg-1", "model": "claude-x"}
+
+    def line(kind, uid, message):
+        return json.dumps({**head, "type": kind, "uuid": uid, "message": message})
+
+    lines = [
+        line("user", "u1", {"role": "user", "content": "hello"}),
+        line("assistant", "a1", {**answer, "content": [{"type": "text", "text": "one"}]}),
+        line("user", "u2", {"role": "user", "content": "more"}),
+        line("user", "u3", {"role": "user", "content": "and more"}),
+        line("assistant", "a2", {**answer, "content": [{"type": "text", "text": "two"}]}),
+    ]
+    body = ("\n".join(lines) + "\n").encode()
+    job = imports.run_import(imports.store_upload(alice, "s.jsonl", BytesIO(body)).pk)
+    assert job.status == ImportJob.Status.DONE
+    (run,) = Run.all_objects.all()
+    assert run.ready and run.message_count == 4
+    texts = [p["text"] for p in Message.objects.get(run=run, index=1).parts]
+    assert texts == ["one", "two"]

@@ -21,6 +21,7 @@ from contextsim.formats import (
     FileEnd,
     FormatError,
     ParsedFile,
+    Restart,
     RunPiece,
     parse_stream,
     pieces_of,
@@ -124,6 +125,12 @@ def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> 
         if isinstance(piece, FileEnd):
             end = piece
             continue
+        if isinstance(piece, Restart):  # the file is handed over again, whole
+            saving.drop(staged)
+            staged.clear()
+            fillings.clear()
+            written = 0
+            continue
         hold.check()
         filling = fillings.get(piece.run)
         if filling is None:
@@ -213,7 +220,7 @@ def import_again(job: ImportJob) -> ImportJob:
     return job
 
 
-def _pieces(upload: Upload) -> Iterator[RunPiece | FileEnd]:
+def _pieces(upload: Upload) -> Iterator[RunPiece | FileEnd | Restart]:
     """The upload's runs a piece at a time: one file's, or every log file's of a zip (a
     Claude Code project folder with its subagents, say)."""
     fmt = upload.format_override or None

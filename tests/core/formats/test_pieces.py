@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from contextsim.formats import FileEnd, FormatError, RunPiece, native, parse_stream, pieces_of
+from contextsim.formats import (
+    FileEnd,
+    FormatError,
+    Restart,
+    RunPiece,
+    claude_code,
+    native,
+    parse_stream,
+    pieces_of,
+)
 from contextsim.formats import base as formats_base
 
 CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
@@ -21,7 +30,9 @@ def _joined(name: str, raw: bytes, format: str | None = None):
     end = None
     for piece in pieces_of(name, BytesIO(raw), format):
         assert end is None, "nothing after the end"
-        if isinstance(piece, RunPiece):
+        if isinstance(piece, Restart):
+            messages.clear()
+        elif isinstance(piece, RunPiece):
             messages.setdefault(piece.run, []).extend(piece.messages)
         else:
             end = piece
@@ -87,3 +98,47 @@ def test_lone_surrogates_in_streamed_messages_are_replaced_and_said(monkeypatch)
     _, (run,), warnings = _joined("s.json", raw)
     assert run.messages[0].text == "cut \ufffd"
     assert any("1 lone surrogate" in w for w in warnings)
+
+
+def _claude_files():
+    folder = CORPUS / "claude_code"
+    return sorted(folder.glob("*.jsonl")) if folder.exists() else []
+
+
+@pytest.mark.parametrize("path", _claude_files(), ids=lambda p: p.name)
+def test_a_claude_code_session_in_pieces_gives_the_runs_parse_stream_gives(path, monkeypatch):
+    monkeypatch.setattr(claude_code, "FLUSH_LINES", 3)
+    monkeypatch.setattr(claude_code, "KEEP", 1)
+    raw = path.read_bytes()
+    whole = parse_stream(path.name, BytesIO(raw))
+    assert _joined(path.name, raw) == (whole.format, whole.runs, whole.warnings)
+
+
+def test_a_line_joining_a_message_handed_over_restarts_with_the_whole_file(monkeypatch):
+    monkeypatch.setattr(claude_code, "FLUSH_LINES", 1)
+    monkeypatch.setattr(claude_code, "KEEP", 1)
+    head = {"sessionId": "s", "isSidechain": False, "timestamp": "2026-01-01T00:00:00Z"}
+
+    def line(kind, uid, message):
+        return json.dumps({**head, "type": kind, "uuid": uid, "message": message})
+
+    answer = {"role": "assistant", "id": "msg-1", "model": "claude-x"}
+    lines = [
+        line("user", "u1", {"role": "user", "content": "hello"}),
+        line("assistant", "a1", {**answer, "content": [{"type": "text", "text": "one"}]}),
+        line("user", "u2", {"role": "user", "content": "more"}),
+        line("user", "u3", {"role": "user", "content": "and more"}),
+        # The first response goes on after two user lines: it joins a message handed over.
+        line("assistant", "a2", {**answer, "content": [{"type": "text", "text": "two"}]}),
+    ]
+    raw = ("\n".join(lines) + "\n").encode()
+    seen = list(pieces_of("s.jsonl", BytesIO(raw)))
+    restarts = [i for i, p in enumerate(seen) if isinstance(p, Restart)]
+    assert len(restarts) == 1
+    whole = parse_stream("s.jsonl", BytesIO(raw))
+    after = seen[restarts[0] + 1 :]
+    runs = {}
+    for piece in after[:-1]:
+        runs.setdefault(piece.run, []).extend(piece.messages)
+    assert tuple(replace(r, messages=tuple(runs[n])) for n, r in after[-1].runs) == whole.runs
+    assert [p.text for p in whole.runs[0].messages[1].parts] == ["one", "two"]
