@@ -110,12 +110,13 @@ class SkeletonBuilder:
 
     def _add(self, message: Message, key: str | None) -> None:
         i = self.size
-        results = message.tool_results
-        found = [self._calls[r.call_id] for r in results if r.call_id in self._calls]
         for c in message.tool_calls:
             # Only a hash of the call is kept: holding every call's arguments would
-            # hold much of a big run's text.
+            # hold much of a big run's text. A server-side call is answered in the
+            # same message: registered before its result is looked up.
             self._calls[c.id] = (i, c.name, _hash(c.name, c.arguments))
+        results = message.tool_results
+        found = [self._calls[r.call_id] for r in results if r.call_id in self._calls]
         self.answers.append(found[0][0] if found else -1)
         self.tool_names.append(",".join(sorted({f[1] for f in found})))
         self.call_key.append(_hash(*(f[2] for f in found)) if results else "")

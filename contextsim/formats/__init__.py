@@ -105,7 +105,7 @@ def pieces_of(
     source = open_source(name, stream)
     if isinstance(source, LazyDocument):
         if format in (None, "native") and _NATIVE_HEAD.match(source.head):
-            yield from NATIVE.document_pieces(source)
+            yield from _forced_pieces(NATIVE.document_pieces(source), format, name)
             return
         source = source.load()
     reader = _reader(source, format) if origin is not None else None
@@ -113,12 +113,27 @@ def pieces_of(
         yield from whole_pieces(_parsed(name, source, format))
         return
     try:
-        yield from reader(source)
+        yield from _forced_pieces(reader(source), format, name)
     except Reopen:
         assert origin is not None
         yield Restart()
         stream.seek(origin)
         yield from whole_pieces(_parsed(name, read_source(name, stream), format))
+
+
+def _forced_pieces(
+    pieces: Iterator[RunPiece | FileEnd], format: str | None, name: str
+) -> Iterator[RunPiece | FileEnd]:
+    """`pieces`, refused as `_forced` refuses a file of the chosen format in which no
+    message was found."""
+    found = False
+    for piece in pieces:
+        if isinstance(piece, RunPiece):
+            found = found or bool(piece.messages)
+        elif format is not None and not found:
+            label = IMPORTERS[format].label
+            raise FormatError(name, "", f"nothing in it is {label}: no messages were found")
+        yield piece
 
 
 def _reader(source: Source, format: str | None) -> Any:

@@ -66,9 +66,10 @@ class _Window:
         self._bytes_line = 1
         self._bytes_col = 0
 
-    def more(self, at_least: int = CHUNK) -> bool:
-        """Drop what was consumed and decode at least `at_least` more bytes (all that is
-        left when fewer); False once the file is all decoded."""
+    def more(self, at_least: int = 0) -> bool:
+        """Drop what was consumed and decode at least `at_least` (default CHUNK) more
+        bytes (all that is left when fewer); False once the file is all decoded."""
+        at_least = at_least or CHUNK
         if self.eof:
             return False
         self._drop()
@@ -81,6 +82,8 @@ class _Window:
                 break
             data += chunk
         decoded = self._decode(data)
+        if not self.base and not self.text and decoded.startswith("\ufeff"):
+            decoded = decoded[1:]  # a byte order mark, which JSON text does not include
         if not self.escaped:  # an escape cut between two windows is found whole
             self.escaped = SURROGATE_ESCAPE.search(self.text[-5:] + decoded) is not None
         self.text += decoded
@@ -90,11 +93,14 @@ class _Window:
         try:
             decoded = self.decoder.decode(data, final=self.eof)
         except UnicodeDecodeError as exc:
-            before = data[: exc.start]
+            # The decoder counts the bytes of a character begun in the previous read.
+            seen = bytes(exc.object)
+            start = max(exc.start - (len(seen) - len(data)), 0)
+            before = data[:start]
             newline = before.rfind(b"\n")
             line = self._bytes_line + before.count(b"\n")
-            column = exc.start - newline if newline >= 0 else self._bytes_col + exc.start + 1
-            raise NotUTF8(data[exc.start], line, column) from None
+            column = start - newline if newline >= 0 else self._bytes_col + start + 1
+            raise NotUTF8(seen[exc.start], line, column) from None
         newline = data.rfind(b"\n")
         self._bytes_line += data.count(b"\n")
         self._bytes_col = len(data) - newline - 1 if newline >= 0 else self._bytes_col + len(data)
@@ -132,7 +138,7 @@ class _Window:
 Path = tuple[str | int, ...]
 """Where a value is in the document: keys and indexes from the top."""
 Pattern = tuple[str, ...]
-"""A path whose "*" matches any key or index."""
+"""A path whose "*" matches any index of an array."""
 
 
 def load(stream: IO[bytes], first: bytes = b"") -> tuple[Any, bool]:
@@ -181,9 +187,10 @@ class Elements:
 
 
 def _under(path: Path, split: Pattern) -> bool:
-    """Whether `path` is `split` or leads to it (a container to enter)."""
+    """Whether `path` is `split` or leads to it (a container to enter); "*" matches an
+    array's index only."""
     return len(path) <= len(split) and all(
-        p == "*" or p == str(k) for p, k in zip(split, path, strict=False)
+        isinstance(k, int) if p == "*" else p == k for p, k in zip(split, path, strict=False)
     )
 
 
@@ -196,18 +203,31 @@ def _value(w: _Window, path: Path, split: Pattern) -> Generator[tuple[Path, Any]
         except json.JSONDecodeError as exc:
             if w.eof:
                 raise w.error(exc.msg, exc.pos) from None
-            if start in "[{" and len(path) < MAX_DEPTH:
+            if start and start in "[{" and len(path) < MAX_DEPTH:
                 break
+            if _settled(exc, w.text):
+                raise w.error(exc.msg, exc.pos) from None
             w.more(len(w.text) - w.pos + CHUNK)  # the value goes on past the window
             continue
         except RecursionError:
             raise JSONStreamError("nested too deeply") from None
-        if end == len(w.text) and not w.eof and start not in '"[{':
-            w.more()  # a number or literal may go on in the next bytes
+        if not w.eof and start not in '"[{' and _NUMBER_TAIL.fullmatch(w.text, end):
+            w.more()  # a number (1.5e+3) or literal may go on in the next bytes
             continue
         w.pos = end
         return value
     return (yield from _container(w, start, path, split))
+
+
+_NUMBER_TAIL = re.compile(r"[0-9.eE+\-a-z]*")
+"""What may follow a number or literal cut at the window's end, up to that end."""
+_NEAR_END = 64
+
+
+def _settled(exc: json.JSONDecodeError, text: str) -> bool:
+    """Whether an error is in the text already read, whatever follows the window (so
+    a malformed value never makes the window grow to the end of the file)."""
+    return not exc.msg.startswith("Unterminated") and exc.pos + _NEAR_END < len(text)
 
 
 def _container(

@@ -216,3 +216,34 @@ def test_an_import_restarted_by_a_late_line_keeps_only_the_second_reading(alice,
     assert run.ready and run.message_count == 4
     texts = [p["text"] for p in Message.objects.get(run=run, index=1).parts]
     assert texts == ["one", "two"]
+
+
+def test_bad_input_found_after_the_first_pieces_were_written_leaves_nothing(alice, monkeypatch):
+    from contextsim.formats import base as formats_base
+    from contextsim.formats import native
+
+    monkeypatch.setattr(formats_base, "LAZY_BYTES", 0)
+    monkeypatch.setattr(native, "PIECE", 1)
+    doc = json.loads(json.dumps(NATIVE))
+    doc["runs"][1]["messages"].append({"role": "bogus", "content": "x"})
+    job = imports.run_import(_upload(alice, doc).pk)
+    assert job.status == ImportJob.Status.FAILED and "$.runs[1].messages[1]" in job.error
+    assert Run.all_objects.count() == 0 and Message.objects.count() == 0
+
+
+def test_counts_that_fail_after_the_runs_were_shown_leave_them_browsable(
+    alice, alice_client, monkeypatch
+):
+    def broken(run, counted=None):
+        raise RuntimeError("tokenizer crashed")
+
+    monkeypatch.setattr(counting, "count_rest", broken)
+    job = imports.run_import(_upload(alice, MIXED).pk)
+    assert job.status == ImportJob.Status.DONE and "counts failed" in job.warnings[-1]
+    run = job.upload.runs.get()
+    assert run.counting == []
+    page = alice_client.get(reverse("run", args=[run.public_id])).content.decode()
+    assert "· o200k tokens ·" in page  # built on first use
+    # The estimates per request leave out what was never counted rather than say 0.
+    requests = alice_client.get(reverse("run-requests", args=[run.public_id])).content.decode()
+    assert "tiktoken o200k_base" not in requests and "characters / 4" in requests

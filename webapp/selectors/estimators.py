@@ -64,8 +64,13 @@ def request_rows(run: Run) -> list[RequestRow]:
             "tool_names",
         )
     )
-    # Estimators still counting (Run.counting) have no figures yet: left out, not 0.
-    totals = {name: [0] for name in ESTIMATORS if name not in run.counting}
+    # Estimators still counting (Run.counting), or whose counts an import could not
+    # make, have no figures: left out, not shown as 0.
+    totals = {
+        name: [0]
+        for name in ESTIMATORS
+        if name not in run.counting and all(name in row[2] for row in rows)
+    }
     for row in rows:
         for name, sums in totals.items():
             sums.append(sums[-1] + int(row[2].get(name, 0)))

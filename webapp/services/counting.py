@@ -26,7 +26,10 @@ def count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> Non
     told how many messages are done before each batch and at the end (it may raise to
     stop: a job that lost its lease)."""
     names = [n for n in run.counting if n in ESTIMATORS]
-    revision = Run.all_objects.values_list("revision", flat=True).get(pk=run.pk)
+    found = Run.all_objects.filter(pk=run.pk).values_list("revision", flat=True).first()
+    if found is None:
+        return  # deleted meanwhile: nothing to count
+    revision = found
     builder = SkeletonBuilder([ESTIMATORS[n] for n in names])
     rows = Message.objects.filter(run=run).order_by("index")
     after = -1

@@ -77,6 +77,7 @@ def run_import(job_id: int) -> ImportJob:
 def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
     upload = job.upload
     staged: list[Run] = []
+    shown: list[Run] = []
     try:
         # Shown by an earlier attempt whose worker was lost while counting: count on.
         shown = list(Run.objects.filter(upload=upload).order_by("pk"))
@@ -101,13 +102,27 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
         saving.drop(staged)
         raise
     except FormatError as exc:
+        saving.drop(staged)  # bad input found while its first pieces were written
         jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.FAILED, error=str(exc))
     except Exception:
         # Never leave a job "running" forever: say it failed, keep the details in the log.
         logger.exception("import of upload %s failed", upload.pk)
+        if shown:
+            # Shown already, and browsable: only the tokenizers' counts are missing.
+            _counts_left(job, attempt, upload)
+            return
         saving.drop(staged)
         error = f"{upload.original_name}: internal error while importing (see the server log)"
         jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.FAILED, error=error)
+
+
+def _counts_left(job: ImportJob, attempt: int, upload: Upload) -> None:
+    """The import of runs shown whose slow counts failed: done, saying so; their
+    skeletons for those estimators are built when first shown."""
+    Run.objects.filter(upload=upload).update(counting=[])
+    said = "the tokenizers' counts failed (see the server log): they are made when first shown"
+    warnings = [*ImportJob.objects.values_list("warnings", flat=True).get(pk=job.pk), said]
+    jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.DONE, warnings=warnings)
 
 
 def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> list[Run]:

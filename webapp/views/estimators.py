@@ -37,10 +37,12 @@ def _reference(request: HttpRequest) -> tuple[str, str]:
 def run_requests(request: HttpRequest, public_id: str) -> HttpResponse:
     """Every request's estimated size by each estimator beside its measured usage."""
     run = runs.get_run(request.user, public_id, share_grants.held(request))
+    rows = estimators.request_rows(run)
+    counted = rows[0].estimates if rows else ESTIMATORS
     context = {
         "run": run,
-        "rows": estimators.request_rows(run),
-        "estimators": [e for e in ESTIMATORS.values() if e.name not in run.counting],
+        "rows": rows,
+        "estimators": [e for name, e in ESTIMATORS.items() if name in counted],
         "siblings": runs.siblings(request.user, run),
     }
     return render(request, "estimators/requests.html", context)

@@ -108,3 +108,47 @@ def test_elements_hand_over_each_split_array_element_in_order_and_leave_it_empty
     ]
     emptied = {**doc, "runs": [{**run, "messages": []} for run in doc["runs"]]}
     assert reader.document == emptied
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 4, 5])
+def test_numbers_and_literals_cut_at_the_window_end_are_read_whole(chunk, monkeypatch):
+    text = '[1.5, 2, -3e+2, 1.0E-5, 12345678901234567890, true, false, null, {"a": 0.25}]'
+    assert _load(text, chunk, monkeypatch) == json.loads(text)
+
+
+def test_a_big_document_with_a_byte_order_mark_is_read(monkeypatch):
+    monkeypatch.setattr("contextsim.formats.base.LAZY_BYTES", 0)
+    body = b"\xef\xbb\xbf" + json.dumps({"contextsim": 1, "runs": []}).encode()
+    assert read_source("bom.json", BytesIO(body)).data == {"contextsim": 1, "runs": []}  # type: ignore[union-attr]
+
+
+def test_a_jsonl_file_with_a_second_line_longer_than_the_first_line_read_is_jsonl(monkeypatch):
+    monkeypatch.setattr("contextsim.formats.base.FIRST_LINE", 16)
+    lines = [{"type": "a"}, {"type": "b", "text": "x" * 200}, {"type": "c"}]
+    body = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    source = read_source("long.jsonl", BytesIO(body))
+    assert [r.data for r in source] == lines  # type: ignore[union-attr]
+
+
+def test_a_file_cut_inside_a_character_at_a_read_boundary_is_said_not_utf8(monkeypatch):
+    monkeypatch.setattr(json_stream, "CHUNK", 8)
+    body = b'["x",\n"' + b"a" * 6 + b"\xe2"
+    with pytest.raises(json_stream.NotUTF8) as got:
+        json_stream.load(BytesIO(body))
+    assert got.value.byte == 0xE2 and got.value.line == 2
+
+
+def test_a_malformed_value_is_refused_without_reading_the_rest_of_the_file(monkeypatch):
+    monkeypatch.setattr(json_stream, "CHUNK", 64)
+    reads = []
+
+    class Counting(BytesIO):
+        def read(self, size=-1):
+            got = super().read(size)
+            reads.append(len(got))
+            return got
+
+    body = b'[1, tru, "' + b"x" * 100_000 + b'"]'
+    with pytest.raises(json_stream.JSONStreamError):
+        json_stream.load(Counting(body))
+    assert sum(reads) < 10_000

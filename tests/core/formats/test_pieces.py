@@ -142,3 +142,20 @@ def test_a_line_joining_a_message_handed_over_restarts_with_the_whole_file(monke
         runs.setdefault(piece.run, []).extend(piece.messages)
     assert tuple(replace(r, messages=tuple(runs[n])) for n, r in after[-1].runs) == whole.runs
     assert [p.text for p in whole.runs[0].messages[1].parts] == ["one", "two"]
+
+
+@pytest.mark.parametrize(
+    "doc, said",
+    [
+        ({"contextsim": 1, "runs": [{"title": "empty", "messages": []}]}, "no messages were found"),
+        ({"contextsim": 1, "runs": {"x": {"messages": []}}}, "a list of runs"),
+    ],
+)
+def test_a_streamed_native_document_is_refused_as_parse_stream_refuses_it(doc, said, monkeypatch):
+    monkeypatch.setattr(formats_base, "LAZY_BYTES", 0)
+    raw = json.dumps(doc).encode()
+    with pytest.raises(FormatError) as whole:
+        parse_stream("d.json", BytesIO(raw), "native")
+    with pytest.raises(FormatError) as pieces:
+        _joined("d.json", raw, "native")
+    assert said in str(whole.value) and str(pieces.value) == str(whole.value)

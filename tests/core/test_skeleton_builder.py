@@ -1,0 +1,35 @@
+"""SkeletonBuilder: one pass, any number of estimators, fed a batch at a time, gives
+each estimator's skeleton as building it alone from the whole run does."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.synthetic import long_run
+from contextsim.estimators import ESTIMATORS
+from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart
+from contextsim.skeleton_builder import SkeletonBuilder, build
+
+FAST = [ESTIMATORS[n] for n in ("chars4", "script", "calibrated-o200k")]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=1, max_value=60), st.integers(min_value=1, max_value=17))
+def test_fed_in_batches_for_several_estimators_it_equals_one_build_each(steps, batch):
+    run = long_run(steps, seed=steps)
+    builder = SkeletonBuilder(FAST)
+    for start in range(0, len(run.messages), batch):
+        builder.add(run.messages[start : start + batch])
+    built = builder.finish(run)
+    assert built == {e.name: build(run, e) for e in FAST}
+
+
+def test_a_server_side_call_answered_in_its_own_message_is_linked_to_it():
+    search = ToolCallPart("s1", "web_search", '{"q": "x"}', server_side=True)
+    messages = (
+        Message("user", (TextPart("look it up"),)),
+        Message("assistant", (search, ToolResultPart("s1", "results"), TextPart("found"))),
+    )
+    sk = build(Run("t", messages), ESTIMATORS["chars4"])
+    assert sk.answers[1] == 1 and sk.tool_names[1] == "web_search"
