@@ -26,15 +26,20 @@ def run_sweep_cell(cell_id: int) -> None:
     sweeps.run_cell(cell_id)
 
 
+@shared_task
+def run_sweep_cells(cell_ids: list[int]) -> None:
+    sweeps.run_cells(cell_ids)
+
+
 def queue_sweep(sweep: Sweep) -> None:
-    """Once the current transaction commits, queue one task per open cell of `sweep`
-    (a cell's task never runs before its row is visible to the worker)."""
-    ids = list(
-        sweep.cells.filter(status=SweepCell.Status.QUEUED)
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    transaction.on_commit(lambda: [run_sweep_cell.delay(cell_id) for cell_id in ids])
+    """Once the current transaction commits, queue one task per run of `sweep` with
+    its open cells (a cell's task never runs before its row is visible to the worker):
+    the cells of a run share its skeleton, read once by the worker that takes them."""
+    rows = sweep.cells.filter(status=SweepCell.Status.QUEUED).order_by("run_id", "pk")
+    batches: dict[int, list[int]] = {}
+    for cell_id, run_id in rows.values_list("pk", "run_id"):
+        batches.setdefault(run_id, []).append(cell_id)
+    transaction.on_commit(lambda: [run_sweep_cells.delay(ids) for ids in batches.values()])
 
 
 @shared_task

@@ -16,9 +16,22 @@ pytestmark = pytest.mark.django_db
 LIMITS = {"budgets": "10000 30000", "hard_limit": "40000", "estimator": "chars4"}
 
 
+class Queued(list[int]):
+    """The cell ids queued, and the batches (one task each) they were queued in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[int]] = []
+
+    def batch(self, ids: list[int]) -> None:
+        self.batches.append(list(ids))
+        self.extend(ids)
+
+
 @pytest.fixture
-def queued(monkeypatch) -> list[int]:
-    found: list[int] = []
+def queued(monkeypatch) -> Queued:
+    found = Queued()
+    monkeypatch.setattr("webapp.tasks.run_sweep_cells.delay", found.batch)
     monkeypatch.setattr("webapp.tasks.run_sweep_cell.delay", found.append)
     return found
 
@@ -41,7 +54,7 @@ def test_the_form_preselects_a_collections_runs(alice_client, fleet):
     assert "mythex" in html and "deepagents" in html  # choices from the registry
 
 
-def test_a_sweep_queues_one_task_per_run_and_configuration(
+def test_a_sweep_queues_one_task_per_run_with_each_of_its_configurations(
     alice_client, fleet, queued, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
@@ -51,6 +64,9 @@ def test_a_sweep_queues_one_task_per_run_and_configuration(
     assert len(sweep.configs) == 4  # 2 policies x 2 budgets
     assert sweep.cells.count() == 8 * 4
     assert sorted(queued) == sorted(sweep.cells.values_list("pk", flat=True))
+    assert len(queued.batches) == 8
+    for batch in queued.batches:
+        assert len(batch) == 4 and len({SweepCell.objects.get(pk=c).run_id for c in batch}) == 1
 
 
 def test_the_page_polls_while_cells_are_open_and_shows_the_outcome_when_done(

@@ -72,6 +72,13 @@ def _title(runs: Sequence[Run], configs: Sequence[Config]) -> str:
     return f"{policies} over {what}"
 
 
+def run_cells(cell_ids: Sequence[int]) -> None:
+    """run_cell for each of `cell_ids` in turn (the cells of one run: its skeleton is
+    read once, then found in this process's cache)."""
+    for cell_id in cell_ids:
+        run_cell(cell_id)
+
+
 def run_cell(cell_id: int) -> None:
     """Take the cell (webapp.services.jobs), simulate it and store its outcome, or its
     error; a cell not queued (done, or held by a live worker: a task delivered twice)
