@@ -73,14 +73,17 @@ class _Counted:
 
 class SkeletonBuilder:
     """The skeletons of one run under each of `estimators`, its messages fed in order
-    by `add` (any number of calls), then `finish` with the run's other facts."""
+    by `add` (any number of calls), then `finish` with the run's other facts. `finish`
+    changes nothing: a run that grows is fed its new messages and finished again, at
+    the cost of those messages (plus copying the per-message lists)."""
 
     def __init__(self, estimators: Sequence[Estimator]) -> None:
-        self._estimators = tuple(estimators)
-        self._counted = {e.name: _Counted() for e in self._estimators}
+        self.estimators = tuple(estimators)
+        self._counted = {e.name: _Counted() for e in self.estimators}
         self._calls: dict[str, tuple[int, str, str]] = {}
         self._forms = LangChainForms()
-        self._last: Message | None = None
+        self._final = False
+        self._space = False
         self._usage: list[Usage | None] = []
         self.kinds: list[int] = []
         self.roles: list[str] = []
@@ -140,7 +143,7 @@ class SkeletonBuilder:
         self.stub_chars.append(tuple(len(t) for t in stubs) if found_stub else ())
         previews = [preview_text(r.text) for r in results]
         arguments = [c.arguments for c in client_calls(message)]
-        for estimator in self._estimators:
+        for estimator in self.estimators:
             counted = self._counted[estimator.name]
             counted.tokens.append(count_message(message, estimator, key))
             counted.previews.append(
@@ -149,14 +152,14 @@ class SkeletonBuilder:
             counted.stubs.append(tuple(estimator.count(t) for t in stubs) if found_stub else ())
             counted.arguments.append(tuple(estimator.count(a) for a in arguments))
         self._usage.append(message.usage if message.role == "assistant" else None)
-        self._last = message
+        # Only what finish needs of the last message is kept, not the message.
+        self._final = message.role == "assistant" and not message.tool_calls
+        self._space = self._final and _SPACE_WORDS.search(message.text) is not None
 
     def finish(self, run: Run) -> dict[str, Skeleton]:
         """Each estimator's skeleton, by estimator name; `run` gives the facts beside
         the messages (title, compactions, elisions, model...; its messages unread)."""
-        last = self._last
-        final = last is not None and last.role == "assistant" and not last.tool_calls
-        space = bool(final and last is not None and _SPACE_WORDS.search(last.text))
+        final, space = self._final, self._space
         bounds = request_bounds(self.roles)
         shared = {
             "title": run.title,
@@ -187,7 +190,7 @@ class SkeletonBuilder:
             "summaries": tuple(self.summaries),
         }
         out = {}
-        for estimator in self._estimators:
+        for estimator in self.estimators:
             counted = self._counted[estimator.name]
             out[estimator.name] = Skeleton(
                 estimator=estimator.name,

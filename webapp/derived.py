@@ -5,6 +5,7 @@ and services both read through here; it imports only the models and the core."""
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
@@ -17,7 +18,7 @@ from contextsim.estimator_report import compare_text, run_text
 from contextsim.estimators import ESTIMATORS, Estimator, seed_counts
 from contextsim.formats.native import parse_message
 from contextsim.skeleton import Skeleton, from_dict
-from contextsim.skeleton_builder import build
+from contextsim.skeleton_builder import SkeletonBuilder
 from webapp.models import EstimatorReport, Message, Run, RunSkeleton
 
 MESSAGE_FIELDS = (
@@ -92,10 +93,18 @@ def build_skeleton(run: Run, estimator: str, counter: Estimator) -> dict[str, ob
 
     A run that changed while it was read (a live run's append) keeps no skeleton: what
     was built is returned but not stored under the newer revision."""
+    return skeleton.to_dict(_built(run, estimator, counter))
+
+
+def _built(run: Run, estimator: str, counter: Estimator) -> Skeleton:
     revision = Run.objects.values_list("revision", flat=True).get(pk=run.pk)
     known = Message.objects.filter(run=run).values_list("content_hash", "counts")
     seed_counts((estimator, key, counts[estimator]) for key, counts in known if estimator in counts)
-    data = skeleton.to_dict(build(stored_run(run), counter))
+    builder = SkeletonBuilder([counter])
+    builder.add(stored_run(run).messages)
+    built = builder.finish(run_facts(run))[counter.name]
+    _keep_builder(run, estimator, revision, builder)
+    data = skeleton.to_dict(built)
     try:
         with transaction.atomic():
             if Run.objects.filter(pk=run.pk, revision=revision).exists():
@@ -106,7 +115,53 @@ def build_skeleton(run: Run, estimator: str, counter: Estimator) -> dict[str, ob
                 )
     except IntegrityError:
         pass  # another request built it at the same time
-    return data
+    return built
+
+
+_BUILDERS: OrderedDict[tuple[str, str], tuple[int, str, SkeletonBuilder]] = OrderedDict()
+_BUILDERS_SIZE = 8
+"""Builders of the skeletons this process built last, by (run, estimator), with the
+revision they were fed up to: a live run's next view feeds the messages added since
+(`_extended`) instead of reading and building the whole run again."""
+
+
+_FEEDING = threading.Lock()
+
+
+def _keep_builder(run: Run, estimator: str, revision: int, builder: SkeletonBuilder) -> None:
+    counter = builder.estimators[0].name
+    _BUILDERS[(run.public_id, estimator)] = (revision, counter, builder)
+    _BUILDERS.move_to_end((run.public_id, estimator))
+    while len(_BUILDERS) > _BUILDERS_SIZE:
+        _BUILDERS.popitem(last=False)
+
+
+def _extended(run: Run, estimator: str) -> Skeleton | None:
+    """The skeleton of `run` at its revision from a kept builder of an earlier one,
+    fed the messages added since; None when there is none, or the run changed other
+    than by messages added at the end (`Run.rewritten`)."""
+    with _FEEDING:  # one request at a time feeds a builder
+        return _fed(run, estimator)
+
+
+def _fed(run: Run, estimator: str) -> Skeleton | None:
+    found = _BUILDERS.get((run.public_id, estimator))
+    if found is None or not run.rewritten <= found[0] <= run.revision:
+        return None
+    _, counter, builder = found
+    rows = list(
+        Message.objects.filter(run=run, index__gte=builder.size)
+        .order_by("index")
+        .values_list(*MESSAGE_FIELDS, "content_hash", "counts")
+    )
+    current = Run.objects.filter(pk=run.pk).values_list("revision", "rewritten").first()
+    if current is None or current[1] > found[0] or (rows and rows[0][0] != builder.size):
+        del _BUILDERS[(run.public_id, estimator)]  # rewritten meanwhile: build afresh
+        return None
+    seed_counts((counter, row[-2], row[-1][counter]) for row in rows if counter in row[-1])
+    builder.add([stored_message(run, row[:-2]) for row in rows], [row[-2] for row in rows])
+    _keep_builder(run, estimator, current[0], builder)
+    return builder.finish(run_facts(run))[counter]
 
 
 _CACHE: OrderedDict[tuple[str, str, int], Skeleton] = OrderedDict()
@@ -123,12 +178,13 @@ def skeleton_of(run: Run, estimator: str, counter: Estimator | None = None) -> S
         row = RunSkeleton.objects.filter(
             run=run, estimator=estimator, revision=run.revision
         ).first()
-        data = (
-            row.data
-            if row is not None
-            else build_skeleton(run, estimator, counter or ESTIMATORS[estimator])
-        )
-        found = _CACHE[key] = from_dict(data)
+        if row is not None:
+            found = from_dict(row.data)
+        else:
+            found = _extended(run, estimator) or _built(
+                run, estimator, counter or ESTIMATORS[estimator]
+            )
+        _CACHE[key] = found
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     _CACHE.move_to_end(key)

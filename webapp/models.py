@@ -170,6 +170,10 @@ class Run(models.Model):
     tags = models.ManyToManyField("Tag", blank=True, related_name="runs")
     ready = models.BooleanField(default=True)
     """False while a large import is still writing it; then only `all_objects` has it."""
+    rewritten = models.PositiveIntegerField(default=0)
+    """The revision of its last change that was not messages added at the end (a
+    stream's `start` replacing its tail): a skeleton of a later revision is extended
+    with the messages added since, not built again."""
     counting = models.JSONField(default=list, blank=True)
     """Estimators (contextsim.estimators.SLOW) whose counts its import is still making:
     shown meanwhile by their stand-ins (STAND_INS)."""

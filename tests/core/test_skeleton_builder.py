@@ -3,6 +3,8 @@ each estimator's skeleton as building it alone from the whole run does."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,3 +35,16 @@ def test_a_server_side_call_answered_in_its_own_message_is_linked_to_it():
     )
     sk = build(Run("t", messages), ESTIMATORS["chars4"])
     assert sk.answers[1] == 1 and sk.tool_names[1] == "web_search"
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(min_value=2, max_value=50), st.data())
+def test_finished_then_fed_more_it_equals_a_build_of_the_longer_run(steps, data):
+    run = long_run(steps, seed=steps + 1)
+    cut = data.draw(st.integers(min_value=0, max_value=len(run.messages)))
+    builder = SkeletonBuilder(FAST[:1])
+    builder.add(run.messages[:cut])
+    shorter = replace(run, messages=run.messages[:cut])
+    assert builder.finish(shorter) == {FAST[0].name: build(shorter, FAST[0])}
+    builder.add(run.messages[cut:])
+    assert builder.finish(run) == {FAST[0].name: build(run, FAST[0])}

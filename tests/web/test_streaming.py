@@ -10,7 +10,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from contextsim import model as core
 from contextsim.formats import parse_path
 from webapp.models import ApiToken, Message, Run, RunSkeleton
 from webapp.services.api_tokens import create_token
@@ -250,6 +253,10 @@ def test_a_skeleton_built_while_the_run_grows_is_not_kept(key, live, monkeypatch
     run.refresh_from_db()
     fresh = derived.skeleton_of(run, "chars4")
     assert fresh.size == 5 == run.message_count
+    # Extended from what was read (the builder kept), it is what a fresh build gives.
+    derived._BUILDERS.clear()
+    derived._CACHE.clear()
+    assert derived.skeleton_of(run, "chars4") == fresh
     assert RunSkeleton.objects.get(run=run, estimator="chars4").revision == run.revision
 
 
@@ -448,3 +455,91 @@ def _post(url, key, body, idempotency):
             return answer.status, json.loads(answer.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read() or b"{}")
+
+
+def test_a_skeleton_after_appends_is_extended_and_equals_one_built_afresh(alice):
+    from contextsim.estimators import ESTIMATORS
+    from webapp import derived
+    from webapp.services.streaming import append_messages, create_live_run
+
+    def said(i: int) -> core.Message:
+        role = "user" if i % 2 == 0 else "assistant"
+        return core.Message(role, (core.TextPart(f"message {i} Привет"),))
+
+    run = create_live_run(alice, core.Run("live", tuple(said(i) for i in range(4))))
+    est = ESTIMATORS["o200k"]
+    derived.skeleton_of(run, "o200k", est)  # built whole; its builder is kept
+    fed = []
+    real = derived._fed
+
+    def spy(r, e):
+        out = real(r, e)
+        fed.append(out is not None)
+        return out
+
+    for i in range(4, 10):
+        run = append_messages(run, [said(i)])
+        assert derived.skeleton_of(run, "o200k", est).size == i + 1
+    derived._fed = spy
+    try:
+        run = append_messages(run, [said(10), said(11)])
+        extended = derived.skeleton_of(run, "o200k", est)
+    finally:
+        derived._fed = real
+    assert fed == [True]
+    derived._BUILDERS.clear()
+    derived._CACHE.clear()
+    RunSkeleton.objects.filter(run=run).delete()
+    assert derived.skeleton_of(run, "o200k", est) == extended
+
+
+def test_a_tail_replaced_by_start_builds_the_skeleton_afresh(alice):
+    from contextsim.estimators import ESTIMATORS
+    from webapp import derived
+    from webapp.services.streaming import append_messages, create_live_run
+
+    first = [
+        core.Message("user", (core.TextPart("a"),)),
+        core.Message("assistant", (core.TextPart("b"),)),
+    ]
+    run = create_live_run(alice, core.Run("live", tuple(first)))
+    est = ESTIMATORS["chars4"]
+    derived.skeleton_of(run, "chars4", est)
+    run = append_messages(run, [core.Message("assistant", (core.TextPart("c" * 400),))], start=1)
+    assert run.rewritten == run.revision
+    sk = derived.skeleton_of(run, "chars4", est)
+    assert sk.size == 2 and sk.tokens[1] == 4 + 100
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.tuples(st.booleans(), st.none() | st.integers(0, 10**6)), max_size=4),
+            st.none() | st.integers(0, 6),
+        ),
+        max_size=8,
+    )
+)
+def test_figures_after_appends_and_replaced_tails_equal_those_read_from_every_message(alice, steps):
+    from webapp.services import streaming
+
+    run = streaming.create_live_run(alice, core.Run("figures", ()))
+    for batch, start in steps:
+        messages = [
+            core.Message(
+                "assistant" if answer else "user",
+                (core.TextPart("x"),),
+                core.Usage(used) if answer and used is not None else None,
+            )
+            for answer, used in batch
+        ]
+        start = None if start is None else min(start, run.message_count)
+        run = streaming.append_messages(run, messages, start)
+        assert {
+            "request_count": run.request_count,
+            "requests_with_usage": run.requests_with_usage,
+            "peak_measured_context": run.peak_measured_context,
+        } == streaming._figures(run)

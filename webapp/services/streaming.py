@@ -124,8 +124,11 @@ def append_messages(
         Message.objects.bulk_create(rows)
         RunSkeleton.objects.filter(run=locked).delete()
         EstimatorReport.objects.filter(run=locked).delete()  # it read the old text
-        figures = _figures(locked)
+        figures = _added(locked, messages) if start == end else _figures(locked)
+        # Messages only added at the end: a skeleton is extended, not built again.
+        rewritten = {} if start == end else {"rewritten": F("revision") + 1}
         Run.objects.filter(pk=locked.pk).update(
+            **rewritten,
             message_count=start + len(messages),
             tool_call_count=F("tool_call_count")
             - dropped_calls
@@ -140,6 +143,21 @@ def append_messages(
 
 def _calls(parts: list[dict[str, object]]) -> int:
     return sum(1 for p in parts if p.get("type") == "tool_call")
+
+
+def _added(run: Run, messages: Sequence[core.Message]) -> dict[str, object]:
+    """The run's figures once `messages` are added at its end, from its figures: not
+    read again from every message (an append costs what it adds, whatever the run's
+    length)."""
+    measured = [m.usage.context for m in messages if m.usage is not None]
+    peak = run.peak_measured_context
+    if measured:
+        peak = max(peak or 0, *measured)
+    return {
+        "request_count": run.request_count + sum(m.role == "assistant" for m in messages),
+        "requests_with_usage": run.requests_with_usage + len(measured),
+        "peak_measured_context": peak,
+    }
 
 
 def _figures(run: Run) -> dict[str, object]:
@@ -204,7 +222,7 @@ def _update_header(stored: Run, run: core.Run) -> None:
         if stored.compactions != header["compactions"]:
             # Compactions are part of the skeleton: a new revision, built afresh.
             RunSkeleton.objects.filter(run=stored).delete()
-            rows.update(revision=F("revision") + 1)
+            rows.update(revision=F("revision") + 1, rewritten=F("revision") + 1)
     stored.refresh_from_db(fields=["title", "model", "compactions", "revision"])
 
 
