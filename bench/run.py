@@ -29,6 +29,7 @@ SUITES: dict[str, str] = {
     "estimators": "bench.suite_estimators:run",
     "sweeps": "bench.suite_sweeps:run",
     "imports": "bench.suite_imports:run",
+    "live": "bench.suite_live:run",
 }
 """Suite name -> "module:function" returning list[Figure]."""
 
