@@ -114,10 +114,15 @@ def test_nul_characters_in_tool_arguments_and_names_are_stored_on_every_database
     call = doc["runs"][0]["messages"][1]["content"][0]
     call["arguments"] = {"path": "a\x00b"}
     call["name"] = "re\x00ad"
+    doc["runs"][0]["model"] = "mo\x00del"
+    doc["runs"][0]["compactions"] = [{"before_message": 2, "trigger": "au\x00to"}]
     job = import_bytes(alice, "nul.json", json.dumps(doc).encode())
     assert job.status == "done", job.error
-    part = Message.objects.get(run__session_id="s1", index=1).parts[0]
-    assert part["name"] == "re\ufffdad"
+    stored = Message.objects.get(run__session_id="s1", index=1)
+    part = stored.parts[0]
+    assert part["name"] == "re\ufffdad" and stored.tool_names == "re\ufffdad"
+    run = Run.objects.get(session_id="s1")
+    assert run.model == "mo\ufffddel" and run.compactions[0]["trigger"] == "au\ufffdto"
     # The arguments are the JSON text sent, where a NUL is the escape \u0000: storable.
     assert json.loads(part["arguments"]) == {"path": "a\x00b"}
 

@@ -109,16 +109,20 @@ def _facts(run: core.Run) -> dict[str, Any]:
     return {
         "title": storable(run.title[:300]) or "untitled run",
         "format": run.format,
-        "model": run.model[:120],
-        "session_id": run.session_id[:200],
-        "parent_session_id": run.parent_session_id[:200],
+        "model": storable(run.model[:120]),
+        "session_id": storable(run.session_id[:200]),
+        "parent_session_id": storable(run.parent_session_id[:200]),
         "subagent": run.subagent,
         "compactions": [
-            {"before_message": c.before_message, "pre_tokens": c.pre_tokens, "trigger": c.trigger}
+            {
+                "before_message": c.before_message,
+                "pre_tokens": c.pre_tokens,
+                "trigger": storable(c.trigger),
+            }
             for c in run.compactions
         ],
         "context_window": run.context_window,
-        "harness_version": run.harness_version[:40],
+        "harness_version": storable(run.harness_version[:40]),
         "compaction_request": run.compaction_request,
         "elisions": [
             {"message": e.message, "from_step": e.from_step, "text": storable(e.text)}
@@ -306,14 +310,14 @@ def message_row(
         kind=message.kind,
         parts=_stored_parts(message),
         compact_summary=message.compact_summary,
-        tool_names=", ".join(c.name for c in message.tool_calls)[:500],
+        tool_names=storable(", ".join(c.name for c in message.tool_calls)[:500]),
         content_hash=key,
         counts={name: count_message(message, est, key) for name, est in estimators.items()},
         usage_input=usage.input_tokens if usage else None,
         usage_cache_read=usage.cache_read if usage else None,
         usage_cache_write=usage.cache_write if usage else None,
         usage_output=usage.output_tokens if usage else None,
-        source=message.source[:200],
+        source=storable(message.source[:200]),
         timestamp=(
             datetime.fromtimestamp(message.time, tz=UTC) if message.time is not None else None
         ),

@@ -18,7 +18,7 @@ from contextsim import model as core
 from contextsim.estimators import ESTIMATORS, content_key
 from contextsim.formats import ParsedFile, parse_path
 from webapp.models import AppendReceipt, EstimatorReport, Message, Run, RunSkeleton, Visibility
-from webapp.services.saving import message_row, save_run
+from webapp.services.saving import message_row, save_run, storable
 from webapp.services.sessions import join_sessions
 
 
@@ -207,10 +207,14 @@ def sync_file(
 
 def _update_header(stored: Run, run: core.Run) -> None:
     header = {
-        "title": run.title[:300] or stored.title,
-        "model": run.model[:120] or stored.model,
+        "title": storable(run.title[:300]) or stored.title,
+        "model": storable(run.model[:120]) or stored.model,
         "compactions": [
-            {"before_message": c.before_message, "pre_tokens": c.pre_tokens, "trigger": c.trigger}
+            {
+                "before_message": c.before_message,
+                "pre_tokens": c.pre_tokens,
+                "trigger": storable(c.trigger),
+            }
             for c in run.compactions
         ],
     }
