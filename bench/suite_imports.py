@@ -7,7 +7,9 @@ Inputs, generated in a throwaway folder from a seeded ``random.Random`` (the sam
 on every machine), each about BENCH_IMPORT_MB (default 200) MB:
 - a native contextsim document on one line (one run; the "one-line file" case);
 - a Claude Code session (JSONL: user turns, assistant tool calls with usage, tool
-  results).
+  results);
+- a Codex rollout (JSONL: base instructions, user turns, function calls, token counts,
+  function outputs), which is still parsed whole before it is written.
 
 Peak memory is the import process's own high-water resident set size (VmHWM).
 """
@@ -107,6 +109,50 @@ def _claude_lines(rng: random.Random, size: int) -> Iterator[str]:
         yield line
 
 
+def _codex_lines(rng: random.Random, size: int) -> Iterator[str]:
+    def record(kind: str, payload: dict[str, object], step: int) -> str:
+        stamp = f"2026-01-01T00:{step // 3600 % 60:02d}:{step % 60:02d}.000Z"
+        return json.dumps({"timestamp": stamp, "type": kind, "payload": payload})
+
+    meta = {"id": "bench-rollout", "base_instructions": {"text": _text(rng, 400)}}
+    yield record("session_meta", meta, 0)
+    yield record("turn_context", {"model": "gpt-5-codex"}, 0)
+    total, step = 0, 0
+    while total < size:
+        lines = []
+        if step % 40 == 0:
+            said = [{"type": "input_text", "text": _text(rng, rng.randint(20, 200))}]
+            lines.append(
+                record("response_item", {"type": "message", "role": "user", "content": said}, step)
+            )
+            lines.append(record("event_msg", {"type": "user_message"}, step))
+        call = {
+            "type": "function_call",
+            "name": "shell",
+            "arguments": json.dumps({"command": ["cat", f"file{step}.py"]}),
+            "call_id": f"c{step}",
+        }
+        lines.append(record("response_item", call, step))
+        used = {"input_tokens": 1_000 + 30 * step, "cached_input_tokens": 900, "output_tokens": 50}
+        info = {"type": "token_count", "info": {"last_token_usage": used}}
+        lines.append(record("event_msg", info, step))
+        output = {
+            "type": "function_call_output",
+            "call_id": f"c{step}",
+            "output": _text(rng, rng.randint(100, 2_000)),
+        }
+        lines.append(record("response_item", output, step))
+        step += 1
+        total += sum(len(line.encode()) + 1 for line in lines)
+        yield from lines
+
+
+def _codex(path: Path, size: int) -> None:
+    with path.open("w") as out:
+        for line in _codex_lines(random.Random(13), size):
+            out.write(line + "\n")
+
+
 def _claude(path: Path, size: int) -> None:
     with path.open("w") as out:
         for line in _claude_lines(random.Random(11), size):
@@ -169,6 +215,7 @@ def run() -> list[Figure]:
     inputs: dict[str, Callable[[Path, int], None]] = {
         "native document, one line": _native,
         "Claude Code session (JSONL)": _claude,
+        "Codex rollout (JSONL)": _codex,
     }
     figures: list[Figure] = []
     work = Path(tempfile.mkdtemp(prefix="contextsim-bench-imports-"))

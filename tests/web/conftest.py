@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth.models import User
@@ -48,8 +50,15 @@ def fleet(alice: User) -> list[Run]:
 
 
 @pytest.fixture(autouse=True)
-def fresh_rate_limits() -> None:
-    """Each test starts with no attempts counted (the counts live in the cache)."""
+def fresh_rate_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no attempts counted (the counts live in the cache), and
+    its attempts fall in one rate-limit window: django-ratelimit's windows end at some
+    second of every minute, and a test whose requests straddle that second (a few
+    password hashes on a busy machine) would see its count start again."""
     from django.core.cache import cache
+    from django_ratelimit import core as ratelimit
 
     cache.clear()
+    frozen = time.time()
+    # Only django-ratelimit's clock: its module's `time`, not the time module itself.
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: frozen))
