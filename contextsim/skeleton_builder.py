@@ -82,8 +82,7 @@ class SkeletonBuilder:
         self._counted = {e.name: _Counted() for e in self.estimators}
         self._calls: dict[str, tuple[int, str, str]] = {}
         self._forms = LangChainForms()
-        self._final = False
-        self._space = False
+        self._last: Message | None = None
         self._usage: list[Usage | None] = []
         self.kinds: list[int] = []
         self.roles: list[str] = []
@@ -152,14 +151,14 @@ class SkeletonBuilder:
             counted.stubs.append(tuple(estimator.count(t) for t in stubs) if found_stub else ())
             counted.arguments.append(tuple(estimator.count(a) for a in arguments))
         self._usage.append(message.usage if message.role == "assistant" else None)
-        # Only what finish needs of the last message is kept, not the message.
-        self._final = message.role == "assistant" and not message.tool_calls
-        self._space = self._final and _SPACE_WORDS.search(message.text) is not None
+        self._last = message
 
     def finish(self, run: Run) -> dict[str, Skeleton]:
         """Each estimator's skeleton, by estimator name; `run` gives the facts beside
         the messages (title, compactions, elisions, model...; its messages unread)."""
-        final, space = self._final, self._space
+        last = self._last
+        final = last is not None and last.role == "assistant" and not last.tool_calls
+        space = final and last is not None and _SPACE_WORDS.search(last.text) is not None
         bounds = request_bounds(self.roles)
         shared = {
             "title": run.title,

@@ -103,7 +103,8 @@ def _built(run: Run, estimator: str, counter: Estimator) -> Skeleton:
     builder = SkeletonBuilder([counter])
     builder.add(stored_run(run).messages)
     built = builder.finish(run_facts(run))[counter.name]
-    _keep_builder(run, estimator, revision, builder)
+    if run.last_append is not None:  # a live run: its next view extends this builder
+        _keep_builder(run, estimator, revision, builder)
     data = skeleton.to_dict(built)
     try:
         with transaction.atomic():
@@ -120,9 +121,11 @@ def _built(run: Run, estimator: str, counter: Estimator) -> Skeleton:
 
 _BUILDERS: OrderedDict[tuple[str, str], tuple[int, str, SkeletonBuilder]] = OrderedDict()
 _BUILDERS_SIZE = 8
-"""Builders of the skeletons this process built last, by (run, estimator), with the
-revision they were fed up to: a live run's next view feeds the messages added since
-(`_extended`) instead of reading and building the whole run again."""
+"""Builders of the live runs' skeletons this process built last, by (run, estimator),
+with the revision they were fed up to: a live run's next view feeds the messages added
+since (`_extended`) instead of reading and building the whole run again. Only live
+runs' (a builder holds per-message lists: an imported run of 200,000 messages is not
+kept for appends that will not come)."""
 
 
 _FEEDING = threading.Lock()

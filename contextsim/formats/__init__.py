@@ -8,7 +8,7 @@ an importer class and one entry in IMPORTERS.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
@@ -130,9 +130,8 @@ def _forced_pieces(
     for piece in pieces:
         if isinstance(piece, RunPiece):
             found = found or bool(piece.messages)
-        elif format is not None and not found:
-            label = IMPORTERS[format].label
-            raise FormatError(name, "", f"nothing in it is {label}: no messages were found")
+        elif isinstance(piece, FileEnd) and format is not None and not found:
+            raise _nothing_found(name, IMPORTERS[format], piece.warnings)
         yield piece
 
 
@@ -201,14 +200,15 @@ def _forced(importer: Importer, source: Source) -> ParsedFile:
             )
     parsed = importer.parse(source)
     if not any(run.messages for run in parsed.runs):
-        skipped = "; ".join(parsed.warnings[:3])
-        raise FormatError(
-            source.path,
-            "",
-            f"nothing in it is {importer.label}: no messages were found"
-            + (f" ({skipped})" if skipped else ""),
-        )
+        raise _nothing_found(source.path, importer, parsed.warnings)
     return parsed
+
+
+def _nothing_found(path: str, importer: Importer, warnings: Sequence[str]) -> FormatError:
+    """The refusal of a file of the chosen format in which no message was found."""
+    skipped = "; ".join(warnings[:3])
+    problem = f"nothing in it is {importer.label}: no messages were found"
+    return FormatError(path, "", problem + (f" ({skipped})" if skipped else ""))
 
 
 def parse_path(path: str | Path, format: str | None = None) -> ParsedFile:

@@ -285,9 +285,10 @@ def open_source(path: str, stream: IO[bytes]) -> Source | LazyDocument:
     second = stream.readline(FIRST_LINE) if whole else b""
     while second and not second.strip():
         second = stream.readline(FIRST_LINE)
-    if len(second) == FIRST_LINE and not second.endswith(b"\n") and _is_object_line(path, head):
+    jsonl = bool(second) and _is_object_line(path, head)
+    if jsonl and len(second) == FIRST_LINE and not second.endswith(b"\n"):
         second += stream.readline()  # a long second record of a JSONL file, whole
-    if not second or not _is_object_line(path, head):
+    if not jsonl:
         if origin is not None and _left(stream) > LAZY_BYTES:
             start = (head + second)[:4096].decode(errors="replace")
             return LazyDocument(path, stream, origin, start)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -353,12 +353,7 @@ class _Builder:
             gone = run.messages[:cut]
             del run.messages[:cut]
             run.flushed += cut
-            for draft in gone:
-                if not run.words:
-                    words, is_command = _user_words(draft)
-                    if words and not is_command:
-                        run.words = words
-                    run.command = run.command or words
+            run.words, run.command = _title_words(gone, run.words, run.command)
             yield run.key, tuple(d.freeze() for d in gone)
 
     def facts(self) -> tuple[tuple[str, Run], ...]:
@@ -402,16 +397,9 @@ class _Builder:
         if draft.key == MAIN and self.summaries:
             ours = [s for leaf, s in self.summaries if self.owner.get(leaf) == MAIN]
             return _shorten((ours or [s for _, s in self.summaries])[0])
-        if draft.words:
-            return _shorten(draft.words)
-        command = draft.command
-        for message in draft.messages:
-            words, is_command = _user_words(message)
-            if words and not is_command:
-                return _shorten(words)
-            command = command or words
-        if command:
-            return _shorten(command)
+        words, command = _title_words(draft.messages, draft.words, draft.command)
+        if words or command:
+            return _shorten(words or command)
         return (draft.key or draft.session_id) or "Claude Code session"
 
     def warnings(self) -> list[str]:
@@ -429,6 +417,19 @@ def _compaction(data: dict[str, Any], before: int) -> Compaction:
     pre = meta.get("preTokens")
     pre = pre if isinstance(pre, int) and not isinstance(pre, bool) else None
     return Compaction(before, pre, str(meta.get("trigger") or ""))
+
+
+def _title_words(drafts: Iterable[_Draft], words: str, command: str) -> tuple[str, str]:
+    """(the first words the user typed, the first slash command) once `drafts` are
+    read after messages that gave `words` and `command` (reading stops at words)."""
+    for draft in drafts:
+        if words:
+            break
+        found, is_command = _user_words(draft)
+        if found and not is_command:
+            words = found
+        command = command or found
+    return words, command
 
 
 def _user_words(draft: _Draft) -> tuple[str, bool]:

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from contextsim.estimators import ESTIMATORS, SLOW, STAND_INS
+from tests.core.formats.test_pieces import LATE_LINE_SESSION
 from tests.web.test_import_service import NATIVE
 from webapp.models import ImportJob, Message, Run, RunSkeleton
 from webapp.services import counting, imports, jobs
@@ -196,20 +197,7 @@ def test_an_import_restarted_by_a_late_line_keeps_only_the_second_reading(alice,
 
     monkeypatch.setattr(claude_code, "FLUSH_LINES", 1)
     monkeypatch.setattr(claude_code, "KEEP", 1)
-    head = {"sessionId": "s", "isSidechain": False}
-    answer = {"role": "assistant", "id": "msg-1", "model": "claude-x"}
-
-    def line(kind, uid, message):
-        return json.dumps({**head, "type": kind, "uuid": uid, "message": message})
-
-    lines = [
-        line("user", "u1", {"role": "user", "content": "hello"}),
-        line("assistant", "a1", {**answer, "content": [{"type": "text", "text": "one"}]}),
-        line("user", "u2", {"role": "user", "content": "more"}),
-        line("user", "u3", {"role": "user", "content": "and more"}),
-        line("assistant", "a2", {**answer, "content": [{"type": "text", "text": "two"}]}),
-    ]
-    body = ("\n".join(lines) + "\n").encode()
+    body = LATE_LINE_SESSION
     job = imports.run_import(imports.store_upload(alice, "s.jsonl", BytesIO(body)).pk)
     assert job.status == ImportJob.Status.DONE
     (run,) = Run.all_objects.all()

@@ -54,14 +54,23 @@ def sampled_steps(sim: Simulation, problems: list[Problem]) -> list[int]:
     if n <= MAX_POINTS:
         return list(range(n))
     size = -(-n // MAX_POINTS)
-    chosen = {
-        max(range(start, min(start + size, n)), key=lambda k: sim.records[k].sent)
-        for start in range(0, n, size)
-    }
-    # Problem steps are shown exactly (the markers sit on them), the most severe first.
-    marked = sorted((p for p in problems if p.severity != "info"), key=lambda p: p.severity)
-    chosen |= {p.step for p in marked[:MAX_MARKED]}
+    chosen = {_peak(sim, start, size) for start in range(0, n, size)}
+    # The steps marked exactly are drawn exactly (the markers sit on them).
+    chosen |= set(list(_marked(problems))[:MAX_MARKED])
     return sorted(chosen)
+
+
+def _marked(problems: list[Problem]) -> dict[int, Problem]:
+    """Each problem step's most severe problem (info left out), most severe first."""
+    first: dict[int, Problem] = {}
+    for p in sorted((p for p in problems if p.severity != "info"), key=lambda p: p.severity):
+        first.setdefault(p.step, p)
+    return first
+
+
+def _peak(sim: Simulation, start: int, size: int) -> int:
+    """The step of the largest request among the `size` steps from `start` on."""
+    return max(range(start, min(start + size, len(sim.records))), key=lambda k: sim.records[k].sent)
 
 
 def composition_figure(
@@ -150,10 +159,7 @@ def _markers(sim: Simulation, problems: list[Problem]) -> dict[str, Any]:
     """A marker on each problem step, the MAX_MARKED most severe exactly; past those,
     one marker per bucket of steps saying how many more it holds (all are in the
     problems list), so the figure stays bounded however many problems a run has."""
-    shown = sorted((p for p in problems if p.severity != "info"), key=lambda p: p.severity)
-    first: dict[int, Problem] = {}
-    for p in shown:
-        first.setdefault(p.step, p)
+    first = _marked(problems)
     # A short run's chart has every step: each problem step is marked as it is.
     cut = MAX_MARKED if len(sim.records) > MAX_POINTS else len(first)
     exact = list(first)[:cut]
@@ -163,10 +169,7 @@ def _markers(sim: Simulation, problems: list[Problem]) -> dict[str, Any]:
     for k in list(first)[cut:]:
         rest.setdefault(k // size, []).append(k)
     for bucket, ks in rest.items():
-        k = max(
-            range(bucket * size, min((bucket + 1) * size, len(sim.records))),
-            key=lambda j: sim.records[j].sent,
-        )
+        k = _peak(sim, bucket * size, size)  # the step the chart draws for the bucket
         said = (
             f"{len(ks)} more problem step{'s' if len(ks) > 1 else ''} in steps {min(ks)}-{max(ks)}"
         )

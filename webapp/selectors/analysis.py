@@ -68,9 +68,9 @@ def analyse(
     with its measured usage unless the state says not to, or with the fit of `lender`
     (a run of the same model) when given (docs/truth.md)."""
     stand_in = STAND_INS.get(state.estimator, "") if state.estimator in run.counting else ""
-    counting = stand_in or state.estimator
-    counter = (estimators or ESTIMATORS)[counting]
-    sk = skeleton_of(run, counting, counter)
+    used = stand_in or state.estimator
+    counter = (estimators or ESTIMATORS)[used]
+    sk = skeleton_of(run, used, counter)
     count = counter.count
     prices = run_prices(run)
     rec = None
@@ -78,7 +78,7 @@ def analyse(
     if state.reconcile and lender is not None:
         rec = _borrowed(lender, state, counter, sk, prices)
     elif state.reconcile:
-        points = _compaction_points(run, sk, counting, counter)
+        points = _compaction_points(run, sk, used, counter)
         rec = reconciliation(
             sk, count, prices, overhead=state.overhead, scale=state.scale, points=points
         )

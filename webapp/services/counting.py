@@ -16,7 +16,7 @@ from contextsim import skeleton
 from contextsim.estimators import ESTIMATORS, count_message, seed_counts
 from contextsim.skeleton_builder import SkeletonBuilder
 from webapp.derived import MESSAGE_FIELDS, run_facts, stored_message
-from webapp.models import Message, Run, RunSkeleton
+from webapp.models import ImportJob, Message, Run, RunSkeleton, Upload
 from webapp.services.saving import BATCH, STAGE_ROWS, storable
 
 
@@ -63,3 +63,11 @@ def count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> Non
             )
         Run.all_objects.filter(pk=run.pk).update(counting=[])
     run.counting = []
+
+
+def give_up(upload: Upload, why: str) -> list[str]:
+    """Leave the slow counts of the upload's shown runs to be made when first shown
+    (webapp.derived builds what is missing), saying `why`: the job's warnings with it."""
+    Run.objects.filter(upload=upload).update(counting=[])
+    warnings = ImportJob.objects.values_list("warnings", flat=True).get(upload=upload)
+    return [*warnings, f"{why}: the tokenizers' counts are made when first shown"]

@@ -119,9 +119,7 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
 def _counts_left(job: ImportJob, attempt: int, upload: Upload) -> None:
     """The import of runs shown whose slow counts failed: done, saying so; their
     skeletons for those estimators are built when first shown."""
-    Run.objects.filter(upload=upload).update(counting=[])
-    said = "the tokenizers' counts failed (see the server log): they are made when first shown"
-    warnings = [*ImportJob.objects.values_list("warnings", flat=True).get(pk=job.pk), said]
+    warnings = counting.give_up(upload, "the tokenizers' counts failed (see the server log)")
     jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.DONE, warnings=warnings)
 
 

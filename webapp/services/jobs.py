@@ -31,7 +31,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from webapp.models import ImportJob, Run, Sweep, SweepCell, Upload
-from webapp.services import saving
+from webapp.services import counting, saving
 
 logger = logging.getLogger(__name__)
 
@@ -177,15 +177,13 @@ def reap(*, queue_empty: bool, now: datetime | None = None) -> Reaped:
 def _shown_anyway(upload: Upload) -> None:
     """An import failed by the reaper after its runs were shown (its workers were lost
     while counting with the slow estimators) imported them: say so, and leave their
-    slow counts to be made on first use."""
-    shown = Run.objects.filter(upload=upload)
-    if not shown.exists():
+    slow counts to be made when first shown."""
+    if not Run.objects.filter(upload=upload).exists():
         return
-    shown.update(counting=[])
     job = ImportJob.objects.get(upload=upload)
-    said = f"{job.error}; the tokenizers' counts are made when first shown"
+    warnings = counting.give_up(upload, job.error)
     ImportJob.objects.filter(pk=job.pk).update(
-        status=ImportJob.Status.DONE, error="", warnings=[*job.warnings, said]
+        status=ImportJob.Status.DONE, error="", warnings=warnings
     )
 
 

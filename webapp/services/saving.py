@@ -87,7 +87,6 @@ def _create(
     ready: bool,
     counting: Sequence[str] = (),
 ) -> Run:
-    measured = [m.usage.context for m in run.messages if m.usage is not None]
     return Run.objects.create(
         owner=owner,
         upload=upload,
@@ -97,11 +96,36 @@ def _create(
         counting=list(counting),
         **_facts(run),
         message_count=len(run.messages),
-        request_count=core.request_count(run),
-        requests_with_usage=len(measured),
-        peak_measured_context=max(measured) if measured else None,
-        tool_call_count=sum(len(m.tool_calls) for m in run.messages),
+        **figures_after(NO_FIGURES, run.messages),
     )
+
+
+NO_FIGURES: dict[str, int | None] = {
+    "request_count": 0,
+    "requests_with_usage": 0,
+    "peak_measured_context": None,
+    "tool_call_count": 0,
+}
+"""The figures of a stored run of no message (see figures_after)."""
+
+
+def figures_after(
+    figures: dict[str, int | None], messages: Sequence[core.Message]
+) -> dict[str, int | None]:
+    """A stored run's figures (the fields of NO_FIGURES) once `messages` are added at
+    its end: computed from what they were, never read again from every message."""
+    measured = [m.usage.context for m in messages if m.usage is not None]
+    peak = figures["peak_measured_context"]
+    if measured:
+        peak = max(peak or 0, *measured)
+    return {
+        "request_count": (figures["request_count"] or 0)
+        + sum(m.role == "assistant" for m in messages),
+        "requests_with_usage": (figures["requests_with_usage"] or 0) + len(measured),
+        "peak_measured_context": peak,
+        "tool_call_count": (figures["tool_call_count"] or 0)
+        + sum(len(m.tool_calls) for m in messages),
+    }
 
 
 def _facts(run: core.Run) -> dict[str, Any]:
@@ -167,8 +191,7 @@ class Filling:
         self.stored = stored
         self.estimators = {n: e for n, e in ESTIMATORS.items() if n not in stored.counting}
         self.builder = SkeletonBuilder(list(self.estimators.values()))
-        self.requests = self.measured = self.calls = 0
-        self.peak: int | None = None
+        self.figures = dict(NO_FIGURES)
 
     @property
     def written(self) -> int:
@@ -182,12 +205,7 @@ class Filling:
         self.builder.add(messages, [row.content_hash for row in rows])
         with transaction.atomic():
             Message.objects.bulk_create(rows, batch_size=BATCH)
-        for m in messages:
-            self.requests += m.role == "assistant"
-            self.calls += len(m.tool_calls)
-            if m.usage is not None:
-                self.measured += 1
-                self.peak = max(self.peak or 0, m.usage.context)
+        self.figures = figures_after(self.figures, messages)
 
     def finish(self, facts: core.Run) -> None:
         """Write the run's facts (`facts`' messages are not read: they are those added)
@@ -196,10 +214,8 @@ class Filling:
         for name, value in _facts(facts).items():
             setattr(stored, name, value)
         stored.message_count = self.written
-        stored.request_count = self.requests
-        stored.requests_with_usage = self.measured
-        stored.peak_measured_context = self.peak
-        stored.tool_call_count = self.calls
+        for name, value in self.figures.items():
+            setattr(stored, name, value)
         stored.save()
         for name, sk in self.builder.finish(facts).items():
             data = storable(skeleton.to_dict(sk))

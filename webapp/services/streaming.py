@@ -18,7 +18,7 @@ from contextsim import model as core
 from contextsim.estimators import ESTIMATORS, content_key
 from contextsim.formats import ParsedFile, parse_path
 from webapp.models import AppendReceipt, EstimatorReport, Message, Run, RunSkeleton, Visibility
-from webapp.services.saving import message_row, save_run, storable
+from webapp.services.saving import NO_FIGURES, figures_after, message_row, save_run, storable
 from webapp.services.sessions import join_sessions
 
 
@@ -124,18 +124,23 @@ def append_messages(
         Message.objects.bulk_create(rows)
         RunSkeleton.objects.filter(run=locked).delete()
         EstimatorReport.objects.filter(run=locked).delete()  # it read the old text
-        figures = _added(locked, messages) if start == end else _figures(locked)
-        # Messages only added at the end: a skeleton is extended, not built again.
-        rewritten = {} if start == end else {"rewritten": F("revision") + 1}
+        if start == end:
+            # Messages only added at the end: figures from the run's own, and a skeleton
+            # is extended, not built again.
+            changed = figures_after({k: getattr(locked, k) for k in NO_FIGURES}, messages)
+        else:
+            changed = {
+                **_figures(locked),
+                "tool_call_count": F("tool_call_count")
+                - dropped_calls
+                + sum(len(m.tool_calls) for m in messages),
+                "rewritten": F("revision") + 1,
+            }
         Run.objects.filter(pk=locked.pk).update(
-            **rewritten,
+            **changed,
             message_count=start + len(messages),
-            tool_call_count=F("tool_call_count")
-            - dropped_calls
-            + sum(len(m.tool_calls) for m in messages),
             revision=F("revision") + 1,
             last_append=timezone.now(),
-            **figures,
         )
     run.refresh_from_db()
     return run
@@ -143,21 +148,6 @@ def append_messages(
 
 def _calls(parts: list[dict[str, object]]) -> int:
     return sum(1 for p in parts if p.get("type") == "tool_call")
-
-
-def _added(run: Run, messages: Sequence[core.Message]) -> dict[str, object]:
-    """The run's figures once `messages` are added at its end, from its figures: not
-    read again from every message (an append costs what it adds, whatever the run's
-    length)."""
-    measured = [m.usage.context for m in messages if m.usage is not None]
-    peak = run.peak_measured_context
-    if measured:
-        peak = max(peak or 0, *measured)
-    return {
-        "request_count": run.request_count + sum(m.role == "assistant" for m in messages),
-        "requests_with_usage": run.requests_with_usage + len(measured),
-        "peak_measured_context": peak,
-    }
 
 
 def _figures(run: Run) -> dict[str, object]:

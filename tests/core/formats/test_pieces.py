@@ -114,9 +114,9 @@ def test_a_claude_code_session_in_pieces_gives_the_runs_parse_stream_gives(path,
     assert _joined(path.name, raw) == (whole.format, whole.runs, whole.warnings)
 
 
-def test_a_line_joining_a_message_handed_over_restarts_with_the_whole_file(monkeypatch):
-    monkeypatch.setattr(claude_code, "FLUSH_LINES", 1)
-    monkeypatch.setattr(claude_code, "KEEP", 1)
+def _late_line_session() -> bytes:
+    """A Claude Code session whose first response goes on after two user lines: read
+    a line at a time, keeping one message, its last line joins a message handed over."""
     head = {"sessionId": "s", "isSidechain": False, "timestamp": "2026-01-01T00:00:00Z"}
 
     def line(kind, uid, message):
@@ -128,10 +128,18 @@ def test_a_line_joining_a_message_handed_over_restarts_with_the_whole_file(monke
         line("assistant", "a1", {**answer, "content": [{"type": "text", "text": "one"}]}),
         line("user", "u2", {"role": "user", "content": "more"}),
         line("user", "u3", {"role": "user", "content": "and more"}),
-        # The first response goes on after two user lines: it joins a message handed over.
         line("assistant", "a2", {**answer, "content": [{"type": "text", "text": "two"}]}),
     ]
-    raw = ("\n".join(lines) + "\n").encode()
+    return ("\n".join(lines) + "\n").encode()
+
+
+LATE_LINE_SESSION = _late_line_session()
+
+
+def test_a_line_joining_a_message_handed_over_restarts_with_the_whole_file(monkeypatch):
+    monkeypatch.setattr(claude_code, "FLUSH_LINES", 1)
+    monkeypatch.setattr(claude_code, "KEEP", 1)
+    raw = LATE_LINE_SESSION
     seen = list(pieces_of("s.jsonl", BytesIO(raw)))
     restarts = [i for i, p in enumerate(seen) if isinstance(p, Restart)]
     assert len(restarts) == 1
