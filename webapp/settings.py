@@ -197,6 +197,24 @@ STORAGES = {
 }
 MEDIA_ROOT = DATA_DIR / "media"
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Uploads in S3-compatible object storage, so that workers on other machines can read
+# them (django-storages; credentials from boto3's usual AWS_* variables). A file read
+# back is spooled to disk past FILE_UPLOAD_MAX_MEMORY_SIZE: django-storages' default
+# keeps the whole object in memory.
+S3_BUCKET = os.environ.get("CONTEXTSIM_S3_BUCKET", "")
+if S3_BUCKET:
+    STORAGES["default"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": S3_BUCKET,
+            "endpoint_url": os.environ.get("CONTEXTSIM_S3_ENDPOINT_URL") or None,
+            "region_name": os.environ.get("CONTEXTSIM_S3_REGION") or None,
+            "location": os.environ.get("CONTEXTSIM_S3_PREFIX", ""),
+            "file_overwrite": False,
+            "default_acl": None,
+            "max_memory_size": FILE_UPLOAD_MAX_MEMORY_SIZE,
+        },
+    }
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 MAX_UPLOAD_BYTES = int(os.environ.get("CONTEXTSIM_MAX_UPLOAD_BYTES", 512 * 1024 * 1024))
 MAX_SWEEP_CELLS = int(os.environ.get("CONTEXTSIM_MAX_SWEEP_CELLS", 2_000))

@@ -1,6 +1,7 @@
 """Scale-out, for real: PostgreSQL, a Redis broker and two Celery worker processes, driven
-through the management commands the README gives. A sweep fans out one task per
-(run, configuration) and both workers take part.
+through the management commands the README gives. A sweep fans out one task per run
+and both workers take part; a worker with a data directory of its own imports a large
+upload kept in S3-compatible object storage (moto's server on loopback).
 
 Skipped with the reason where PostgreSQL or Redis is not running, except in CI, where
 it fails instead.
@@ -181,3 +182,118 @@ def test_a_sweep_fans_out_over_two_workers_on_postgresql_and_redis(environment, 
     # The seed incident: a subagent's single turn cannot be cut, so turns lets every
     # run grow until rejected; mythex clears old results and all finish.
     assert by_policy == {"turns": [0, 0, 0], "mythex": [4, 4, 4]}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def object_storage(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """An S3-compatible server on loopback (moto's server mode) with an empty bucket:
+    the environment that points the uploads at it."""
+    import boto3
+
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "moto.log").open("wb"),
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    found = {
+        "CONTEXTSIM_S3_BUCKET": "contextsim-uploads",
+        "CONTEXTSIM_S3_ENDPOINT_URL": endpoint,
+        "CONTEXTSIM_S3_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, (tmp_path / "moto.log").read_text()
+                time.sleep(0.2)
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        client.create_bucket(Bucket=found["CONTEXTSIM_S3_BUCKET"])
+        yield {**found, "client": client}  # type: ignore[dict-item]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _big_native_document(path: Path, messages: int, chars: int) -> None:
+    """A native document of one run, `messages` messages of about `chars` characters."""
+    turns = []
+    for i in range(messages):
+        role = "user" if i % 2 == 0 else "assistant"
+        words = " ".join(f"word{(i * 7 + j) % 997}" for j in range(chars // 8))
+        turns.append({"role": role, "content": f"message {i}: {words}"[:chars]})
+    document = {"contextsim": VERSION, "runs": [{"title": "big upload", "messages": turns}]}
+    path.write_text(json.dumps(document))
+
+
+def _job_state(database_url: str, public_id: str) -> tuple[str, str]:
+    import psycopg
+
+    with psycopg.connect(database_url.replace("postgres://", "postgresql://")) as db:
+        row = db.execute(
+            "SELECT status, error FROM webapp_importjob WHERE public_id = %s", (public_id,)
+        ).fetchone()
+    assert row is not None
+    return str(row[0]), str(row[1])
+
+
+def test_a_worker_on_another_machine_imports_a_large_upload_from_object_storage(
+    environment, object_storage, tmp_path
+):
+    client = object_storage.pop("client")
+    web = {**environment, **object_storage, "CONTEXTSIM_DATA_DIR": str(tmp_path / "web")}
+    # The worker's machine: a data directory of its own, shared only the database,
+    # the broker and the object storage.
+    worker = {**web, "CONTEXTSIM_DATA_DIR": str(tmp_path / "worker")}
+    _manage(web, "migrate", "--verbosity=0")
+    source = tmp_path / "big.json"
+    _big_native_document(source, messages=6_000, chars=4_000)
+    assert source.stat().st_size > 20 * 1024 * 1024  # parsed a window at a time
+    out = _manage(web, "import_run", str(source), "--owner", "carol", "--queue")
+    public_id = re.search(r"queued as job ([\w-]+)", out)
+    assert public_id is not None, out
+    stored = client.list_objects_v2(Bucket=object_storage["CONTEXTSIM_S3_BUCKET"])
+    assert [o["Size"] for o in stored["Contents"]] == [source.stat().st_size]
+    assert not list((tmp_path / "web").rglob("big*.json"))  # not on the web's disk
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    workers = _workers(worker, logs, 1)
+    try:
+        deadline = time.monotonic() + 240
+        status, error = _job_state(web["DATABASE_URL"], public_id.group(1))
+        while status in ("queued", "running") and time.monotonic() < deadline:
+            time.sleep(0.5)
+            status, error = _job_state(web["DATABASE_URL"], public_id.group(1))
+    finally:
+        for proc in workers:
+            proc.terminate()
+        for proc in workers:
+            proc.wait(timeout=30)
+    assert (status, error) == ("done", "")
+    assert not list((tmp_path / "worker").rglob("big*.json"))
+    import psycopg
+
+    with psycopg.connect(web["DATABASE_URL"].replace("postgres://", "postgresql://")) as db:
+        counts = db.execute(
+            "SELECT r.title, count(m.id) FROM webapp_run r JOIN webapp_message m "
+            "ON m.run_id = r.id GROUP BY r.title"
+        ).fetchall()
+    assert counts == [("big upload", 6_000)]
