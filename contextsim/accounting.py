@@ -22,6 +22,8 @@ NKINDS = len(KINDS)
 
 
 def _by_kind(tokens: Sequence[int], kinds: Sequence[int], mask: Sequence[bool]) -> list[list[int]]:
+    if not any(mask):  # most policies clear or offload nothing: no sums to make
+        return [[0] * (len(tokens) + 1)] * NKINDS
     masked = list(map(mul, tokens, mask))
     return [
         prefix_sums(list(map(mul, masked, map(eq, kinds, repeat(kind))))) for kind in range(NKINDS)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from contextsim.compaction_points import CompactionPoint, compaction_points, requests_of
@@ -96,7 +96,7 @@ def _simulate(args: argparse.Namespace) -> int:
         if said:
             print(f"warning: {run.title}: {said}", file=sys.stderr)
         points = compaction_points(sk, [build(r, estimator) for r in requests_of(run, runs)])
-        rec = _reconciliation(args, sk, estimator.count, prices, points)
+        rec = _reconciliation(args, sk, points)
         for name, params in configs:
             sim = simulate(
                 sk,
@@ -122,19 +122,13 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _reconciliation(
-    args: argparse.Namespace,
-    sk: Skeleton,
-    count: Callable[[str], int],
-    prices: Prices,
-    points: tuple[CompactionPoint, ...],
+    args: argparse.Namespace, sk: Skeleton, points: tuple[CompactionPoint, ...]
 ) -> Reconciliation | None:
     """The run's fit (its compaction requests' points included), unless --no-reconcile;
     --overhead and --scale replace its terms."""
     if args.no_reconcile:
         return None
-    return reconciliation(
-        sk, count, prices, overhead=args.overhead, scale=args.scale, points=points
-    )
+    return reconciliation(sk, overhead=args.overhead, scale=args.scale, points=points)
 
 
 def _prices(preset: str | None, overrides: list[str], facts: ModelFacts | None = None) -> Prices:

@@ -30,3 +30,32 @@ def per_skeleton(skeleton: Any, key: Hashable, build: Callable[[], T]) -> T:
 
     _MEMO[slot] = (weakref.ref(skeleton, evict), value)
     return value
+
+
+_GROWN: dict[int, tuple[weakref.ref[Any], weakref.ref[Any]]] = {}
+
+
+def grown(new: Any, old: Any) -> None:
+    """Record that skeleton `new` is `old` with messages added at the end (its last
+    request perhaps completed): what is kept for `old` may be extended for `new`
+    (`earlier`) instead of being made again. Forgotten when either is let go."""
+    slot = id(new)
+
+    def forget(_: weakref.ref[Any]) -> None:
+        _GROWN.pop(slot, None)
+
+    _GROWN[slot] = (weakref.ref(new, forget), weakref.ref(old))
+
+
+def earlier(skeleton: Any, key: Hashable) -> Any:
+    """What is kept under `key` for the skeleton `skeleton` grew from (see `grown`), or
+    None. The caller checks that it still applies: growing may change a run's last
+    request, and facts beside the messages (a compaction) may come with it."""
+    link = _GROWN.get(id(skeleton))
+    if link is None or link[0]() is not skeleton:
+        return None
+    old = link[1]()
+    if old is None:
+        return None
+    found = _MEMO.get((id(old), key))
+    return found[1] if found is not None and found[0]() is old else None

@@ -133,17 +133,30 @@ def _slope(groups: list[list[tuple[int, int]]]) -> float:
     whose estimates differ (by more than 1% of the larger), clamped to SCALE_RANGE; 1
     when none do."""
     total = sum(len(g) for g in groups)
-    slopes = []
+    slopes: list[float] = []
     for group in groups:
-        points = _spread(group, max(2, MAX_POINTS * len(group) // total))
-        for i, (e1, m1) in enumerate(points):
-            for e2, m2 in points[i + 1 :]:
-                if abs(e2 - e1) > 0.01 * max(e1, e2, 1):
-                    slopes.append((m2 - m1) / (e2 - e1))
+        slopes += _pair_slopes(_spread(group, max(2, MAX_POINTS * len(group) // total)))
     if not slopes:
         return 1.0
     low, high = SCALE_RANGE
     return min(max(statistics.median(slopes), low), high)
+
+
+def _pair_slopes(points: list[tuple[int, int]]) -> list[float]:
+    """The slope between every two points whose estimates differ by more than 1% of the
+    larger. In order of estimate, the points far enough above a point are all those
+    from the first one that is (the gap only widens), so no pair is tested; a pair's
+    slope is the same whichever point comes first."""
+    ordered = sorted(points)
+    slopes: list[float] = []
+    start = 0
+    for e1, m1 in ordered:
+        while start < len(ordered) and not (
+            ordered[start][0] - e1 > 0.01 * max(ordered[start][0], 1)
+        ):
+            start += 1
+        slopes += [(m2 - m1) / (e2 - e1) for e2, m2 in ordered[start:]]
+    return slopes
 
 
 def _spread(items: list[tuple[int, int]], most: int) -> list[tuple[int, int]]:

@@ -8,20 +8,20 @@ for it with prefix sums: O((S + M) log M) per configuration, no request is copie
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from contextsim.accounting import Accountant
 from contextsim.compaction_points import CompactionPoint
-from contextsim.costs import PRESETS, Prices, measured_cost, per_token
+from contextsim.costs import PRESETS, Prices, per_token
 from contextsim.estimators import MESSAGE_OVERHEAD, Estimator
-from contextsim.memo import per_skeleton
-from contextsim.model import Run, Usage
+from contextsim.memo import earlier, per_skeleton
+from contextsim.model import Run
 from contextsim.policies import POLICIES
 from contextsim.policies.base import Context, Plan, Planner, Statics
-from contextsim.prices import model_facts, usage_cost
 from contextsim.reconcile import Reconciliation, fit, score
+from contextsim.replay_log import replay_log, usage_costs
 from contextsim.skeleton import Skeleton, without_artifacts
 from contextsim.skeleton_builder import build
 
@@ -136,13 +136,12 @@ def simulate(
     sent_of, cached_of, raw = acct.sent, acct.cached, acct.raw
     # The cost per token is fixed per configuration: look it up once, not per request.
     new_price, read_price, out_price = per_token(prices)
-    price_usage = _usage_pricer(prices) if replay else None
+    paid = usage_costs(sk, prices) if replay else None
     overheads = _overheads(reconcile, len(sk.ends), replay)
     scale = reconcile.scale if reconcile is not None else 1.0
-    for k, end in enumerate(sk.ends):
-        plan = planner.plan(end)
-        estimated = sent = sent_of(plan)
-        cached = 0 if previous is None else cached_of(previous, plan)
+    planned = _replayed(sk) if replay else _planned(planner, sk.ends, sent_of, cached_of)
+    for k, (end, (plan, estimated, cached)) in enumerate(zip(sk.ends, planned, strict=True)):
+        sent = estimated
         if overheads is not None:
             # Inlined Reconciliation.tokens (this runs per request). The unlogged part
             # opens every request, so it is in every cached prefix.
@@ -153,9 +152,8 @@ def simulate(
         response = responses[k]
         output = 0 if response is None else max(tokens[response] - MESSAGE_OVERHEAD, 0)
         usage = usages[k]
-        if price_usage is not None and usage is not None:
-            cost = price_usage(usage)
-        else:
+        cost = paid[k] if paid is not None else None
+        if cost is None:
             cost = (sent - cached) * new_price + cached * read_price + output * out_price
         records.append(
             StepRecord(
@@ -179,39 +177,64 @@ def simulate(
     )
 
 
+def _replayed(sk: Skeleton) -> Iterator[tuple[Plan, int, int]]:
+    """as_logged's (plan, estimated, estimated cached) per step, kept per skeleton."""
+    log = replay_log(sk)
+    return zip(log.plans, log.estimated, log.cached, strict=True)
+
+
+def _planned(
+    planner: Planner,
+    ends: tuple[int, ...],
+    sent_of: Callable[[Plan], int],
+    cached_of: Callable[[Plan, Plan], int],
+) -> Iterator[tuple[Plan, int, int]]:
+    """The policy's (plan, estimated, estimated cached) per step, in order (a planner
+    keeps state from one request to the next)."""
+    previous: Plan | None = None
+    for end in ends:
+        plan = planner.plan(end)
+        yield plan, sent_of(plan), 0 if previous is None else cached_of(previous, plan)
+        previous = plan
+
+
 def reconcile_skeleton(
-    sk: Skeleton,
-    count: Callable[[str], int],
-    prices: Prices = PRESETS["anthropic"],
-    points: tuple[CompactionPoint, ...] = (),
+    sk: Skeleton, points: tuple[CompactionPoint, ...] = ()
 ) -> Reconciliation | None:
     """The run's reconciliation, fitted on what it sent (as_logged, unreconciled) at the
     requests whose usage was measured, and on its compaction requests' `points`; None
-    when nothing was measured (see contextsim.reconcile)."""
-    rows = _measured_rows(sk, count, prices, points)
-    return fit([e for e, _, _ in rows], [m for _, m, _ in rows], [k for _, _, k in rows])
+    when nothing was measured (see contextsim.reconcile). Kept while the skeleton
+    lives; a skeleton grown from another (a live run's append) that added no measured
+    request keeps the other's fit."""
+    key = ("fit", points)
+
+    def fitted() -> tuple[list[tuple[int, int, tuple[int, int]]], Reconciliation | None]:
+        rows = _measured_rows(sk, points)
+        before = earlier(sk, key)
+        if before is not None and before[0] == rows:
+            return rows, cast(Reconciliation | None, before[1])
+        return rows, fit([e for e, _, _ in rows], [m for _, m, _ in rows], [k for _, _, k in rows])
+
+    return per_skeleton(sk, key, fitted)[1]
 
 
 def _measured_rows(
-    sk: Skeleton,
-    count: Callable[[str], int],
-    prices: Prices,
-    points: tuple[CompactionPoint, ...],
+    sk: Skeleton, points: tuple[CompactionPoint, ...]
 ) -> list[tuple[int, int, tuple[int, int]]]:
     """(estimated, measured, (stretch, step)) of every measured request as the log
     replays it; a compaction request counts as the history it compacted (the replayed
     request at its boundary and the messages up to it) plus its own prompt, in the
     stretch before its compaction, at the step of the last request before it."""
-    sim = simulate(sk, REPLAY, budget=MAX_TOKENS, hard_limit=MAX_TOKENS, count=count, prices=prices)
+    log = replay_log(sk)
+    out = list(log.measured)
+    if not points:
+        return out
     marks = sorted(b for b in sk.compactions if b > 0)
-    rows = [(r.estimated, r.measured, (bisect_left(marks, r.end), r.step)) for r in sim.records]
-    out = [(e, m, k) for e, m, k in rows if m]
     for point in points:
         step = bisect_right(sk.ends, point.boundary) - 1
         if step < 0:
             continue
-        record = sim.records[step]
-        history = record.estimated + sum(sk.tokens[record.end : point.boundary])
+        history = log.estimated[step] + sum(sk.tokens[sk.ends[step] : point.boundary])
         mark = (bisect_left(marks, point.boundary), step)
         out.append((history + point.prompt, point.measured, mark))
     return sorted(out, key=lambda row: row[2])
@@ -219,22 +242,16 @@ def _measured_rows(
 
 def reconciliation(
     sk: Skeleton,
-    count: Callable[[str], int],
-    prices: Prices = PRESETS["anthropic"],
     *,
     overhead: int | None = None,
     scale: float | None = None,
     points: tuple[CompactionPoint, ...] = (),
 ) -> Reconciliation | None:
-    """The run's reconciliation: fitted (reconcile_skeleton, kept while the skeleton
-    lives), or with `overhead` (tokens) and/or `scale` set by the person in place of the
-    fitted terms, scored against the measured requests (source "set"). `points` are the
-    run's compaction requests (contextsim.compaction_points), fitted and scored too."""
-    fitted = per_skeleton(
-        sk,
-        ("reconciliation", prices, points),
-        lambda: reconcile_skeleton(sk, count, prices, points),
-    )
+    """The run's reconciliation: fitted (reconcile_skeleton), or with `overhead`
+    (tokens) and/or `scale` set by the person in place of the fitted terms, scored
+    against the measured requests (source "set"). `points` are the run's compaction
+    requests (contextsim.compaction_points), fitted and scored too."""
+    fitted = reconcile_skeleton(sk, points)
     if overhead is None and scale is None:
         return fitted
     base = fitted or Reconciliation(1.0, 0)
@@ -243,19 +260,15 @@ def reconciliation(
         overhead if overhead is not None else base.overhead,
         source="set",
     )
-    return scored_on(sk, chosen, count, prices, points)
+    return scored_on(sk, chosen, points)
 
 
 def scored_on(
-    sk: Skeleton,
-    rec: Reconciliation,
-    count: Callable[[str], int],
-    prices: Prices,
-    points: tuple[CompactionPoint, ...] = (),
+    sk: Skeleton, rec: Reconciliation, points: tuple[CompactionPoint, ...] = ()
 ) -> Reconciliation:
     """`rec` (set by hand or borrowed from another run) with its errors on this run's
     measured requests, as the log replays them, and on its compaction requests."""
-    rows = _measured_rows(sk, count, prices, points)
+    rows = _measured_rows(sk, points)
     return score(rec, [e for e, _, _ in rows], [m for _, m, _ in rows])
 
 
@@ -269,15 +282,6 @@ def _overheads(rec: Reconciliation | None, steps: int, replay: bool) -> list[int
         for first, overhead in rec.later:
             out[first:] = [overhead] * (steps - first)
     return out
-
-
-def _usage_pricer(prices: Prices) -> Callable[[Usage], float]:
-    """What a measured request cost: genai-prices' figure for a known model (its tiers
-    applied), else the flat prices'."""
-    model = prices.model
-    if model and model_facts(model) is not None:
-        return lambda usage: usage_cost(model, usage) or 0.0
-    return lambda usage: measured_cost(prices, usage)
 
 
 def compaction_steps(sk: Skeleton) -> list[int]:

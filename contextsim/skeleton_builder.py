@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from contextsim.estimators import MESSAGE_OVERHEAD, Estimator, count_message
 from contextsim.langchain_form import LangChainForms, client_calls
+from contextsim.memo import grown
 from contextsim.model import Message, Run, Usage, request_bounds
 from contextsim.skeleton import KIND_INDEX, PREVIEW_LINES, STUB_MIN_CHARS, Skeleton
 from contextsim.stubs import render_tool_stub
@@ -83,6 +85,7 @@ class SkeletonBuilder:
         self._calls: dict[str, tuple[int, str, str]] = {}
         self._forms = LangChainForms()
         self._last: Message | None = None
+        self._finished: dict[str, weakref.ref[Skeleton]] = {}
         self._usage: list[Usage | None] = []
         self.kinds: list[int] = []
         self.roles: list[str] = []
@@ -204,6 +207,11 @@ class SkeletonBuilder:
                 ),
                 **shared,  # type: ignore[arg-type]
             )
+            before = self._finished.get(estimator.name)
+            old = before() if before is not None else None
+            if old is not None:
+                grown(out[estimator.name], old)
+            self._finished[estimator.name] = weakref.ref(out[estimator.name])
         return out
 
 

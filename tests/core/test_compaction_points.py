@@ -57,8 +57,8 @@ def test_the_compaction_request_adds_the_compacted_history_and_its_prompt_as_a_p
     assert point.boundary == 8
     assert point.measured == 31_000
     assert point.prompt == sum(build(request, EST).tokens[:1])
-    plain = reconciliation(sk, EST.count)
-    with_point = reconciliation(sk, EST.count, points=(point,))
+    plain = reconciliation(sk)
+    with_point = reconciliation(sk, points=(point,))
     assert plain is not None and with_point is not None
     assert with_point.fitted_on == plain.fitted_on + 1
 
@@ -66,8 +66,8 @@ def test_the_compaction_request_adds_the_compacted_history_and_its_prompt_as_a_p
 def test_an_outlying_compaction_request_shows_in_the_worst_error_not_in_the_fit():
     sk = build(_session(), EST)
     (point,) = compaction_points(sk, [build(_request(300_000), EST)])
-    plain = reconciliation(sk, EST.count)
-    odd = reconciliation(sk, EST.count, points=(point,))
+    plain = reconciliation(sk)
+    odd = reconciliation(sk, points=(point,))
     assert plain is not None and odd is not None
     assert abs(odd.overhead - plain.overhead) <= 0.02 * 20_000
     assert odd.worst_error is not None and odd.worst_error > 0.5

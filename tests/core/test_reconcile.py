@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.reconcile import Reconciliation, fit, score
+from contextsim.reconcile import Reconciliation, _pair_slopes, fit, score
 
 
 def _noisy(estimated: list[int], scale: float, overhead: int, noise: list[float]) -> list[int]:
@@ -91,3 +91,26 @@ def test_a_reconciliation_set_by_hand_is_scored_not_fitted():
 def test_an_impossible_scale_is_refused_naming_it(scale):
     with pytest.raises(ValueError, match="scale: expected a ratio"):
         Reconciliation(scale, 0)
+
+
+def _every_pair_tested(points):
+    out = []
+    for i, (e1, m1) in enumerate(points):
+        for e2, m2 in points[i + 1 :]:
+            if abs(e2 - e1) > 0.01 * max(e1, e2, 1):
+                out.append((m2 - m1) / (e2 - e1))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.integers(0, 3), st.integers(0, 250), st.integers(0, 10**7)),
+            st.integers(0, 10**7),
+        ),
+        max_size=40,
+    )
+)
+def test_the_slopes_of_a_fit_are_those_of_every_pair_far_enough_apart(points):
+    assert sorted(_pair_slopes(points)) == sorted(_every_pair_tested(points))

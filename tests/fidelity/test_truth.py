@@ -40,7 +40,7 @@ def _replay(run, policy="as_logged"):
     facts = model_facts(run.model)
     prices = facts.prices if facts else None
     extra = {"prices": prices} if prices else {}
-    rec = reconcile_skeleton(sk, ESTIMATOR.count, **extra)
+    rec = reconcile_skeleton(sk)
     sim = simulate(
         sk,
         policy,

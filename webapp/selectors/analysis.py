@@ -79,9 +79,7 @@ def analyse(
         rec = _borrowed(lender, state, counter, sk, prices)
     elif state.reconcile:
         points = _compaction_points(run, sk, used, counter)
-        rec = reconciliation(
-            sk, count, prices, overhead=state.overhead, scale=state.scale, points=points
-        )
+        rec = reconciliation(sk, overhead=state.overhead, scale=state.scale, points=points)
     limits = {
         "budget": state.budget,
         "hard_limit": state.hard_limit,
@@ -126,7 +124,7 @@ def _borrowed(
 ) -> Reconciliation | None:
     """The lender's fit (its overhead and scale under the same estimator), with the
     state's own overhead or scale over it, scored on this run's measured requests."""
-    theirs = reconciliation(skeleton_of(lender, sk.estimator, counter), counter.count)
+    theirs = reconciliation(skeleton_of(lender, sk.estimator, counter))
     if theirs is None:
         raise BadQuery(f"borrow: {lender.title!r} has no measured usage to fit")
     chosen = Reconciliation(
@@ -134,7 +132,7 @@ def _borrowed(
         state.overhead if state.overhead is not None else theirs.overhead,
         source=f"borrowed from {lender.title[:80]}",
     )
-    return scored_on(sk, chosen, counter.count, prices)
+    return scored_on(sk, chosen)
 
 
 def figure(result: Analysis, run: Run | None = None) -> dict[str, Any]:

@@ -1,0 +1,112 @@
+"""A live run's replay is extended, not made again: a skeleton grown by more messages
+(contextsim.memo.grown) replays, fits and simulates exactly as one built afresh."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextsim.costs import PRESETS
+from contextsim.estimators import ESTIMATORS
+from contextsim.memo import earlier
+from contextsim.model import Compaction, Message, Run, TextPart, Usage
+from contextsim.replay_log import replay_log, usage_costs
+from contextsim.simulate import REPLAY, reconcile_skeleton, simulate
+from contextsim.skeleton_builder import SkeletonBuilder
+from tests.core.histories import histories
+
+EST = ESTIMATORS["chars4"]
+
+
+@st.composite
+def measured_histories(draw: st.DrawFn) -> Run:
+    """A history whose assistant messages mostly carry usage, with a few logged
+    compactions."""
+    run = draw(histories(max_rounds=20))
+    messages = []
+    for i, message in enumerate(run.messages):
+        if message.role == "assistant" and draw(st.integers(0, 4)):
+            message = replace(message, usage=Usage(1_000 + 37 * i + draw(st.integers(0, 900))))
+        messages.append(message)
+    marks = draw(st.lists(st.integers(1, max(len(messages) - 1, 1)), max_size=3, unique=True))
+    compactions = tuple(Compaction(b) for b in sorted(marks))
+    return replace(run, messages=tuple(messages), compactions=compactions)
+
+
+def _facts(run: Run, size: int, lag: int = 0) -> Run:
+    """The run as it stood with `size` messages: what a live run's view passes. A
+    compaction may be learnt `lag` messages after the message it comes before (a
+    harness that writes its record late)."""
+    return replace(
+        run,
+        messages=run.messages[:size],
+        compactions=tuple(c for c in run.compactions if c.before_message + lag < size),
+    )
+
+
+def _views(sk):
+    rec = reconcile_skeleton(sk)
+    sim = simulate(sk, REPLAY, budget=50_000, hard_limit=80_000, count=EST.count, reconcile=rec)
+    return replay_log(sk), usage_costs(sk, PRESETS["anthropic"]), rec, sim.records
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    measured_histories(),
+    st.lists(st.integers(1, 6), min_size=1, max_size=12),
+    st.sampled_from([0, 0, 3]),
+)
+def test_a_grown_skeleton_replays_as_one_built_afresh(run, steps, lag):
+    growing = SkeletonBuilder([EST])
+    size = 0
+    extended = 0
+    kept = []  # the views' cache keeps the skeletons of earlier revisions alive
+    for step in steps:
+        if size >= len(run.messages):
+            break
+        growing.add(run.messages[size : size + step])
+        size = min(size + step, len(run.messages))
+        grown = growing.finish(_facts(run, size, lag))[EST.name]
+        fresh_builder = SkeletonBuilder([EST])
+        fresh_builder.add(run.messages[:size])
+        fresh = fresh_builder.finish(_facts(run, size, lag))[EST.name]
+        assert grown == fresh
+        ours, theirs = _views(grown), _views(fresh)
+        assert ours == theirs
+        extended += earlier(grown, "replay_log") is not None
+        kept.append(grown)
+    assert extended == len(kept) - 1  # each later skeleton found the log it grew from
+
+
+def test_a_skeleton_grown_by_one_request_works_out_only_that_request():
+    run = Run(
+        "r",
+        tuple(
+            replace(m, usage=Usage(100 + i)) if m.role == "assistant" else m
+            for i, m in enumerate(_plain_run(400).messages)
+        ),
+    )
+    growing = SkeletonBuilder([EST])
+    growing.add(run.messages[:-2])
+    first = growing.finish(_facts(run, len(run.messages) - 2))[EST.name]
+    before = replay_log(first)
+    growing.add(run.messages[-2:])
+    second = growing.finish(run)[EST.name]
+    after = replay_log(second)
+    # The same plans, not equal ones: all but the last request of the shorter log are
+    # taken over as they were.
+    kept = len(before.plans) - 1
+    assert all(a is b for a, b in zip(after.plans[:kept], before.plans[:kept], strict=True))
+    assert len(after.plans) == len(second.ends) == len(first.ends) + 1
+
+
+def _plain_run(n: int) -> Run:
+    return Run(
+        "plain",
+        tuple(
+            Message("user" if i % 2 == 0 else "assistant", (TextPart(f"message {i} " * 20),))
+            for i in range(n)
+        ),
+    )
