@@ -24,12 +24,19 @@ def per_skeleton(skeleton: Any, key: Hashable, build: Callable[[], T]) -> T:
         value: T = found[1]
         return value
     value = build()
+    remember(skeleton, key, value)
+    return value
+
+
+def remember(skeleton: Any, key: Hashable, value: Any) -> None:
+    """Keep `value` under (skeleton, key) while the skeleton is alive, in place of what
+    was kept there."""
+    slot = (id(skeleton), key)
 
     def evict(_: weakref.ref[Any]) -> None:
         _MEMO.pop(slot, None)
 
     _MEMO[slot] = (weakref.ref(skeleton, evict), value)
-    return value
 
 
 _GROWN: dict[int, tuple[weakref.ref[Any], weakref.ref[Any]]] = {}

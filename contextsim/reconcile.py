@@ -28,6 +28,10 @@ MIN_FOR_SCALE = 4
 MAX_POINTS = 300
 """Points the pairwise slopes are taken over (evenly spread), so a fit stays quadratic
 in at most this many requests, whatever the run's length."""
+SCALE_DIGITS = 4
+"""Decimals the fitted scale is kept to (as it is reported): one more request of a
+growing run rarely moves it, so the sizes worked out for its earlier requests hold
+(contextsim.simulate extends a live run's replay instead of redoing it)."""
 SCALE_RANGE = (0.5, 3.0)
 """Scales outside this range are not a tokenizer ratio: they are clamped to it."""
 
@@ -95,7 +99,16 @@ def fit(
     compactions came before it. One scale is fitted on the pairs within each stretch;
     each stretch after the first with measured requests gets its own overhead."""
     marks = list(stretches) or [(0, i) for i in range(len(estimated))]
-    rows = [(e, m, mark) for e, m, mark in zip(estimated, measured, marks, strict=True) if m > 0]
+    return fit_rows(
+        [(e, m, mark) for e, m, mark in zip(estimated, measured, marks, strict=True) if m > 0]
+    )
+
+
+def fit_rows(rows: Sequence[tuple[int, int, tuple[int, int]]]) -> Reconciliation | None:
+    """As `fit`, from (estimated, measured, (stretch, step)) rows of requests, in step
+    order (those measured as 0 are left out). The scale is kept to
+    SCALE_DIGITS decimals."""
+    rows = [row for row in rows if row[1] > 0]
     if not rows:
         return None
     groups: dict[int, list[tuple[int, int]]] = {}
@@ -104,7 +117,7 @@ def fit(
         groups.setdefault(stretch, []).append((e, m))
         first_step.setdefault(stretch, step)
     pairs = [(e, m) for e, m, _ in rows]
-    scale = _slope(list(groups.values())) if _spread_out(pairs) else 1.0
+    scale = round(_slope(list(groups.values())), SCALE_DIGITS) if _spread_out(pairs) else 1.0
     overheads = {
         k: round(statistics.median(m - scale * e for e, m in g)) for k, g in groups.items()
     }
@@ -166,8 +179,16 @@ def _spread(items: list[tuple[int, int]], most: int) -> list[tuple[int, int]]:
 
 
 def _scored(rec: Reconciliation, rows: list[tuple[int, int, int]]) -> Reconciliation:
-    """`rec` with its errors over (estimated, measured, step) rows."""
-    errors = [abs(rec.at(step).tokens(e) - m) / m for e, m, step in rows]
+    """`rec` with its errors over (estimated, measured, step) rows in step order."""
+    scale, errors = rec.scale, []
+    stretches = [(0, rec.overhead), *sorted(rec.later)]
+    for i, (first, overhead) in enumerate(stretches):
+        last = stretches[i + 1][0] if i + 1 < len(stretches) else None
+        errors += [
+            abs(max(round(scale * e) + overhead, 0) - m) / m
+            for e, m, step in rows
+            if step >= first and (last is None or step < last)
+        ]
     return replace(
         rec,
         fitted_on=len(rows),

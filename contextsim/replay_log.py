@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from contextsim.costs import Prices, measured_cost
 from contextsim.memo import earlier, per_skeleton
@@ -45,6 +45,8 @@ class ReplayLog:
     ends: tuple[int, ...]
     compactions: tuple[int, ...]
     head: int
+    reused: int = field(default=0, compare=False)
+    """Leading steps taken over from the log of the skeleton this one grew from."""
 
 
 def replay_log(sk: Skeleton) -> ReplayLog:
@@ -84,6 +86,7 @@ def _made(sk: Skeleton, before: ReplayLog | None) -> ReplayLog:
         sk.ends,
         sk.compactions,
         planner.head,
+        keep,
     )
 
 

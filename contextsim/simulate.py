@@ -16,11 +16,11 @@ from contextsim.accounting import Accountant
 from contextsim.compaction_points import CompactionPoint
 from contextsim.costs import PRESETS, Prices, per_token
 from contextsim.estimators import MESSAGE_OVERHEAD, Estimator
-from contextsim.memo import earlier, per_skeleton
+from contextsim.memo import earlier, per_skeleton, remember
 from contextsim.model import Run
 from contextsim.policies import POLICIES
 from contextsim.policies.base import Context, Plan, Planner, Statics
-from contextsim.reconcile import Reconciliation, fit, score
+from contextsim.reconcile import Reconciliation, fit_rows, score
 from contextsim.replay_log import replay_log, usage_costs
 from contextsim.skeleton import Skeleton, without_artifacts
 from contextsim.skeleton_builder import build
@@ -130,24 +130,50 @@ def simulate(
     provider = reconcile.tokens if reconcile is not None else int
     planner: Planner = chosen.setup(Context(sk, budget, hard_limit, count, provider), params)
     acct = getattr(planner, "acct", None) or Accountant(sk, planner.statics)
-    records = []
-    previous: Plan | None = None
+    if replay:
+        records = _replay_records(sk, budget, hard_limit, prices, reconcile, acct.raw)
+    else:
+        planned = _planned(planner, sk.ends, acct.sent, acct.cached)
+        config = _Config(budget, hard_limit, prices, reconcile, acct.raw)
+        records = tuple(_records(sk, planned, 0, config, None))
+    return Simulation(
+        sk, policy, params, budget, hard_limit, records, acct, planner.statics, reconcile
+    )
+
+
+class _Config(NamedTuple):
+    budget: int
+    hard_limit: int
+    prices: Prices
+    reconcile: Reconciliation | None
+    raw: list[int]
+
+
+def _records(
+    sk: Skeleton,
+    planned: Iterator[tuple[Plan, int, int]] | zip[tuple[Plan, int, int]],
+    start: int,
+    config: _Config,
+    paid: tuple[float | None, ...] | None,
+) -> list[StepRecord]:
+    """The records of steps `start`... from their (plan, estimated, estimated cached);
+    `paid` is what each measured request cost (as_logged), else None."""
+    budget, hard_limit, prices, rec, raw = config
     tokens, responses, usages = sk.tokens, sk.responses, sk.usage
-    sent_of, cached_of, raw = acct.sent, acct.cached, acct.raw
     # The cost per token is fixed per configuration: look it up once, not per request.
     new_price, read_price, out_price = per_token(prices)
-    paid = usage_costs(sk, prices) if replay else None
-    overheads = _overheads(reconcile, len(sk.ends), replay)
-    scale = reconcile.scale if reconcile is not None else 1.0
-    planned = _replayed(sk) if replay else _planned(planner, sk.ends, sent_of, cached_of)
-    for k, (end, (plan, estimated, cached)) in enumerate(zip(sk.ends, planned, strict=True)):
+    overheads = _overheads(rec, len(sk.ends), paid is not None)
+    scale = rec.scale if rec is not None else 1.0
+    records = []
+    steps = zip(sk.ends[start:], planned, strict=True)
+    for k, (end, (plan, estimated, cached)) in enumerate(steps, start):
         sent = estimated
         if overheads is not None:
             # Inlined Reconciliation.tokens (this runs per request). The unlogged part
             # opens every request, so it is in every cached prefix.
             overhead = overheads[k]
             sent = max(round(scale * estimated) + overhead, 0)
-            if previous is not None:
+            if k:
                 cached = min(max(round(scale * cached) + overhead, 0), sent)
         response = responses[k]
         output = 0 if response is None else max(tokens[response] - MESSAGE_OVERHEAD, 0)
@@ -171,16 +197,33 @@ def simulate(
                 estimated,
             )
         )
-        previous = plan
-    return Simulation(
-        sk, policy, params, budget, hard_limit, tuple(records), acct, planner.statics, reconcile
-    )
+    return records
 
 
-def _replayed(sk: Skeleton) -> Iterator[tuple[Plan, int, int]]:
-    """as_logged's (plan, estimated, estimated cached) per step, kept per skeleton."""
+_LAST_REPLAY = "as_logged_records"
+
+
+def _replay_records(
+    sk: Skeleton,
+    budget: int,
+    hard_limit: int,
+    prices: Prices,
+    rec: Reconciliation | None,
+    raw: list[int],
+) -> tuple[StepRecord, ...]:
+    """as_logged's records, the last configuration's kept per skeleton: a skeleton grown
+    from one replayed under the same budget, hard limit, prices and reconciliation
+    terms takes over the records of the requests that did not change."""
     log = replay_log(sk)
-    return zip(log.plans, log.estimated, log.cached, strict=True)
+    terms = None if rec is None else (rec.scale, rec.overhead, rec.later)
+    key = (budget, hard_limit, prices, terms)
+    before = earlier(sk, _LAST_REPLAY)
+    keep = log.reused if before is not None and before[0] == key else 0
+    planned = zip(log.plans[keep:], log.estimated[keep:], log.cached[keep:], strict=True)
+    new = _records(sk, planned, keep, _Config(*key[:3], rec, raw), usage_costs(sk, prices))
+    records = (before[1][:keep] if keep else ()) + tuple(new)
+    remember(sk, _LAST_REPLAY, (key, records))
+    return records
 
 
 def _planned(
@@ -213,7 +256,7 @@ def reconcile_skeleton(
         before = earlier(sk, key)
         if before is not None and before[0] == rows:
             return rows, cast(Reconciliation | None, before[1])
-        return rows, fit([e for e, _, _ in rows], [m for _, m, _ in rows], [k for _, _, k in rows])
+        return rows, fit_rows(rows)
 
     return per_skeleton(sk, key, fitted)[1]
 
