@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from functools import cached_property
-from itertools import repeat
+from itertools import accumulate, repeat
 from operator import eq, mul, sub
 
 from contextsim.model import KINDS
@@ -30,6 +30,13 @@ def _by_kind(tokens: Sequence[int], kinds: Sequence[int], mask: Sequence[bool]) 
     ]
 
 
+def _carried(sums: list[int], tokens: Sequence[int], kinds: Sequence[int], kind: int) -> list[int]:
+    """Prefix sums of one kind's tokens, `sums` carried on over the messages after it."""
+    start = len(sums) - 1
+    new = map(mul, tokens[start:], map(eq, kinds[start:], repeat(kind)))
+    return sums + list(accumulate(new, initial=sums[-1]))[1:]
+
+
 def _and_not(a: bool, b: bool) -> bool:
     return a and not b
 
@@ -37,16 +44,34 @@ def _and_not(a: bool, b: bool) -> bool:
 class Accountant:
     """Prefix sums of one skeleton under one policy's statics (all in tokens)."""
 
-    def __init__(self, sk: Skeleton, statics: Statics, tokens: tuple[int, ...] | None = None):
+    def __init__(
+        self,
+        sk: Skeleton,
+        statics: Statics,
+        tokens: tuple[int, ...] | None = None,
+        grown_from: Accountant | None = None,
+    ):
+        """`grown_from`: the accountant of a skeleton `sk` grew from (contextsim.memo),
+        whose sums are carried on over the new messages where nothing is cleared or
+        offloaded (a live run's appends), instead of being made again."""
         tokens = tokens if tokens is not None else sk.tokens
         n = len(tokens)
         offloaded = statics.offloaded or [False] * n
-        clearable = list(map(_and_not, statics.clearable, offloaded))
+        any_offloaded = any(offloaded)
+        if any_offloaded:
+            clearable = list(map(_and_not, statics.clearable, offloaded))
+        else:
+            clearable = list(statics.clearable)
         self.clearable = clearable
         self.offloaded = offloaded
         self._tokens = tokens
         self._kinds = sk.kinds
-        self.raw = prefix_sums(tokens)
+        plain = not any_offloaded and not any(clearable)
+        if grown_from is not None and plain and grown_from._carries_on(tokens, sk.kinds):
+            self.raw = grown_from._sums_over(tokens)
+        else:
+            grown_from = None
+            self.raw = prefix_sums(tokens)
         zeros = [0] * (n + 1)
         if any(clearable):
             saved = map(max, map(sub, tokens, statics.cleared_tokens), repeat(0))
@@ -55,7 +80,7 @@ class Accountant:
             self.clear_raw = prefix_sums(list(map(mul, tokens, clearable)))
         else:
             self.clear_save = self.clear_count = self.clear_raw = zeros
-        if any(offloaded):
+        if any_offloaded:
             saved = map(max, map(sub, tokens, statics.offload_tokens), repeat(0))
             self.off_save = prefix_sums(list(map(mul, saved, offloaded)))
             self.off_count = prefix_sums(offloaded)
@@ -63,8 +88,24 @@ class Accountant:
         else:
             self.off_save = self.off_count = self.off_raw = zeros
         # G: sent prefix when everything clearable is cleared; H: when nothing is.
-        self.h = list(map(sub, self.raw, self.off_save)) if any(offloaded) else self.raw
+        self.h = list(map(sub, self.raw, self.off_save)) if any_offloaded else self.raw
         self.g = list(map(sub, self.h, self.clear_save)) if any(clearable) else self.h
+        if grown_from is not None and "kind_raw" in grown_from.__dict__:
+            self.__dict__["kind_raw"] = [
+                _carried(sums, tokens, self._kinds, kind)
+                for kind, sums in enumerate(grown_from.kind_raw)
+            ]
+
+    def _carries_on(self, tokens: Sequence[int], kinds: Sequence[int]) -> bool:
+        """Whether `tokens` and `kinds` begin with this accountant's, and it clears and
+        offloads nothing."""
+        n = len(self._tokens)
+        if self.clear_count[-1] or self.off_count[-1]:
+            return False
+        return tokens[:n] == self._tokens and kinds[:n] == self._kinds[:n]
+
+    def _sums_over(self, tokens: Sequence[int]) -> list[int]:
+        return self.raw + list(accumulate(tokens[len(self._tokens) :], initial=self.raw[-1]))[1:]
 
     @cached_property
     def _clear_letters(self) -> str:

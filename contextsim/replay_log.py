@@ -38,6 +38,8 @@ class ReplayLog:
     plans: tuple[Plan, ...]
     estimated: tuple[int, ...]
     cached: tuple[int, ...]
+    contexts: tuple[int | None, ...]
+    """The measured context of each request (model.Usage.context), None where none."""
     measured: tuple[tuple[int, int, tuple[int, int]], ...]
     """(estimated, measured, (stretch, step)) of every request with measured usage, in
     step order; the stretch counts the logged compactions before it."""
@@ -77,10 +79,13 @@ def _made(sk: Skeleton, before: ReplayLog | None) -> ReplayLog:
         usage = sk.usage[k]
         if usage is not None and usage.context:
             measured.append((estimated[k], usage.context, (bisect_left(marks, sk.ends[k]), k)))
+    contexts = before.contexts[:keep] if before is not None and keep else ()
+    contexts += tuple(None if u is None else u.context for u in sk.usage[keep:])
     return ReplayLog(
         tuple(plans),
         tuple(estimated),
         tuple(cached),
+        contexts,
         tuple(measured),
         sk.tokens,
         sk.ends,

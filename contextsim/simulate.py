@@ -8,8 +8,10 @@ for it with prefix sums: O((S + M) log M) per configuration, no request is copie
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import add, attrgetter, gt, mul
 from typing import Any, NamedTuple, cast
 
 from contextsim.accounting import Accountant
@@ -157,7 +159,8 @@ def _records(
     paid: tuple[float | None, ...] | None,
 ) -> list[StepRecord]:
     """The records of steps `start`... from their (plan, estimated, estimated cached);
-    `paid` is what each measured request cost (as_logged), else None."""
+    `paid` is what each measured request cost (as_logged), else None. A step at a time,
+    as a what-if plans them (and the reference of `_replayed_records`' columns)."""
     budget, hard_limit, prices, rec, raw = config
     tokens, responses, usages = sk.tokens, sk.responses, sk.usage
     # The cost per token is fixed per configuration: look it up once, not per request.
@@ -200,6 +203,55 @@ def _records(
     return records
 
 
+def _replayed_records(sk: Skeleton, start: int, config: _Config) -> list[StepRecord]:
+    """As `_records` for as_logged's steps `start`..., a column at a time: nothing is
+    planned, so each figure is a map over the replay log's columns."""
+    budget, hard_limit, prices, rec, raw = config
+    log = replay_log(sk)
+    ends, plans = sk.ends[start:], log.plans[start:]
+    estimated = log.estimated[start:]
+    sent: Sequence[int] = estimated
+    cached: Sequence[int] = log.cached[start:]
+    if rec is not None:
+        overheads = _overheads(rec, len(sk.ends), True) or []
+        times = repeat(rec.scale)
+        added = list(map(add, map(round, map(mul, times, estimated)), overheads[start:]))
+        sent = list(map(max, added, repeat(0)))
+        times = repeat(rec.scale)
+        shared = map(add, map(round, map(mul, times, cached)), overheads[start:])
+        shares = list(map(min, map(max, shared, repeat(0)), sent))
+        if start == 0 and shares:
+            shares[0] = log.cached[0]  # the first request has nothing before it to share
+        cached = shares
+    new_price, read_price, out_price = per_token(prices)
+    tokens, paid = sk.tokens, usage_costs(sk, prices)[start:]
+    costs = [
+        (s - c) * new_price
+        + c * read_price
+        + (0 if r is None else max(tokens[r] - MESSAGE_OVERHEAD, 0)) * out_price
+        if p is None
+        else p
+        for s, c, r, p in zip(sent, cached, sk.responses[start:], paid, strict=True)
+    ]
+    return list(
+        map(
+            StepRecord,
+            range(start, len(sk.ends)),
+            ends,
+            sent,
+            map(raw.__getitem__, ends),
+            map(attrgetter("stage"), plans),
+            map(gt, sent, repeat(budget)),
+            map(gt, sent, repeat(hard_limit)),
+            cached,
+            costs,
+            log.contexts[start:],
+            plans,
+            estimated,
+        )
+    )
+
+
 _LAST_REPLAY = "as_logged_records"
 
 
@@ -219,8 +271,7 @@ def _replay_records(
     key = (budget, hard_limit, prices, terms)
     before = earlier(sk, _LAST_REPLAY)
     keep = log.reused if before is not None and before[0] == key else 0
-    planned = zip(log.plans[keep:], log.estimated[keep:], log.cached[keep:], strict=True)
-    new = _records(sk, planned, keep, _Config(*key[:3], rec, raw), usage_costs(sk, prices))
+    new = _replayed_records(sk, keep, _Config(*key[:3], rec, raw))
     records = (before[1][:keep] if keep else ()) + tuple(new)
     remember(sk, _LAST_REPLAY, (key, records))
     return records

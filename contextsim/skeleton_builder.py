@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from contextsim.estimators import MESSAGE_OVERHEAD, Estimator, count_message
 from contextsim.langchain_form import LangChainForms, client_calls
 from contextsim.memo import grown
-from contextsim.model import Message, Run, Usage, request_bounds
+from contextsim.model import Message, Run, Usage
 from contextsim.skeleton import KIND_INDEX, PREVIEW_LINES, STUB_MIN_CHARS, Skeleton
 from contextsim.stubs import render_tool_stub
 
@@ -101,6 +101,8 @@ class SkeletonBuilder:
         self.call_inputs: list[tuple[int, ...]] = []
         self.stub_chars: list[tuple[int, ...]] = []
         self.summaries: list[int] = []
+        self._answered: list[int] = []
+        """The assistant messages' indexes: each ends a request (model.request_bounds)."""
 
     @property
     def size(self) -> int:
@@ -153,6 +155,8 @@ class SkeletonBuilder:
             )
             counted.stubs.append(tuple(estimator.count(t) for t in stubs) if found_stub else ())
             counted.arguments.append(tuple(estimator.count(a) for a in arguments))
+        if message.role == "assistant":
+            self._answered.append(i)
         self._usage.append(message.usage if message.role == "assistant" else None)
         self._last = message
 
@@ -162,7 +166,12 @@ class SkeletonBuilder:
         last = self._last
         final = last is not None and last.role == "assistant" and not last.tool_calls
         space = final and last is not None and _SPACE_WORDS.search(last.text) is not None
-        bounds = request_bounds(self.roles)
+        # model.request_bounds, from the assistant messages noted as they came.
+        ends = tuple(self._answered)
+        responses: tuple[int | None, ...] = ends
+        usage = tuple(self._usage[r] for r in self._answered)
+        if self.roles and self.roles[-1] != "assistant":
+            ends, responses, usage = (*ends, self.size), (*responses, None), (*usage, None)
         shared = {
             "title": run.title,
             "kinds": tuple(self.kinds),
@@ -175,9 +184,9 @@ class SkeletonBuilder:
             "call_key": tuple(self.call_key),
             "result_key": tuple(self.result_key),
             "is_error": tuple(self.is_error),
-            "ends": tuple(e for e, _ in bounds),
-            "responses": tuple(r for _, r in bounds),
-            "usage": tuple(None if r is None else self._usage[r] for _, r in bounds),
+            "ends": ends,
+            "responses": responses,
+            "usage": usage,
             "final_answer": final,
             "final_mentions_space": space,
             "subagent": run.subagent,

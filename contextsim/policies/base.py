@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from contextsim.accounting import Accountant
-from contextsim.memo import per_skeleton
+from contextsim.memo import earlier, per_skeleton
 from contextsim.plan import Plan, Statics
 from contextsim.skeleton import Skeleton
 
@@ -83,7 +83,8 @@ def plain_accounts(sk: Skeleton) -> tuple[Statics, Accountant]:
 
 def _plain(sk: Skeleton) -> tuple[Statics, Accountant]:
     statics = no_statics(sk.size)
-    return statics, Accountant(sk, statics)
+    before = earlier(sk, "plain_accounts")
+    return statics, Accountant(sk, statics, grown_from=before[1] if before else None)
 
 
 def param_fields(params_type: type[Any]) -> list[dataclasses.Field[Any]]:

@@ -14,7 +14,7 @@ from contextsim.memo import earlier
 from contextsim.model import Compaction, Message, Run, TextPart, Usage
 from contextsim.replay_log import replay_log, usage_costs
 from contextsim.simulate import REPLAY, reconcile_skeleton, simulate
-from contextsim.skeleton_builder import SkeletonBuilder
+from contextsim.skeleton_builder import SkeletonBuilder, build
 from tests.core.histories import histories
 
 EST = ESTIMATORS["chars4"]
@@ -49,7 +49,8 @@ def _facts(run: Run, size: int, lag: int = 0) -> Run:
 def _views(sk):
     rec = reconcile_skeleton(sk)
     sim = simulate(sk, REPLAY, budget=50_000, hard_limit=80_000, count=EST.count, reconcile=rec)
-    return replay_log(sk), usage_costs(sk, PRESETS["anthropic"]), rec, sim.records
+    kinds = [sim.kept_by_kind(k) for k in range(len(sim.records))]
+    return replay_log(sk), usage_costs(sk, PRESETS["anthropic"]), rec, sim.records, kinds
 
 
 @settings(max_examples=80, deadline=None)
@@ -110,3 +111,25 @@ def _plain_run(n: int) -> Run:
             for i in range(n)
         ),
     )
+
+
+@settings(max_examples=80, deadline=None)
+@given(measured_histories(), st.booleans(), st.integers(1, 60_000))
+def test_the_replay_made_a_column_at_a_time_is_the_per_step_one(run, reconciled, budget):
+    from contextsim.accounting import Accountant
+    from contextsim.policies.base import plain_accounts
+    from contextsim.simulate import _Config, _records
+
+    sk = build(run, EST)
+    rec = reconcile_skeleton(sk) if reconciled else None
+    sim = simulate(sk, REPLAY, budget=budget, hard_limit=2 * budget, count=EST.count, reconcile=rec)
+    log = replay_log(sk)
+    acct: Accountant = plain_accounts(sk)[1]
+    per_step = _records(
+        sk,
+        zip(log.plans, log.estimated, log.cached, strict=True),
+        0,
+        _Config(budget, 2 * budget, PRESETS["anthropic"], rec, acct.raw),
+        usage_costs(sk, PRESETS["anthropic"]),
+    )
+    assert sim.records == tuple(per_step)

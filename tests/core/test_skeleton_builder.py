@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from bench.synthetic import long_run
 from contextsim.estimators import ESTIMATORS
-from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart
+from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart, request_bounds
 from contextsim.skeleton_builder import SkeletonBuilder, build
+from tests.core.histories import histories
 
 FAST = [ESTIMATORS[n] for n in ("chars4", "script", "calibrated-o200k")]
 
@@ -48,3 +49,19 @@ def test_finished_then_fed_more_it_equals_a_build_of_the_longer_run(steps, data)
     assert builder.finish(shorter) == {FAST[0].name: build(shorter, FAST[0])}
     builder.add(run.messages[cut:])
     assert builder.finish(run) == {FAST[0].name: build(run, FAST[0])}
+
+
+@settings(max_examples=60, deadline=None)
+@given(histories(max_rounds=12), st.data())
+def test_its_requests_are_the_models_request_bounds_at_every_length(run, data):
+    builder = SkeletonBuilder([ESTIMATORS["chars4"]])
+    size = 0
+    while size < len(run.messages):
+        more = data.draw(st.integers(1, 5))
+        builder.add(run.messages[size : size + more])
+        size = min(size + more, len(run.messages))
+        sk = builder.finish(replace(run, messages=run.messages[:size]))["chars4"]
+        bounds = request_bounds([m.role for m in run.messages[:size]])
+        assert sk.ends == tuple(e for e, _ in bounds)
+        assert sk.responses == tuple(r for _, r in bounds)
+        assert sk.usage == tuple(None if r is None else run.messages[r].usage for _, r in bounds)
