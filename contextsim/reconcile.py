@@ -111,12 +111,16 @@ def fit_rows(rows: Sequence[tuple[int, int, tuple[int, int]]]) -> Reconciliation
     rows = [row for row in rows if row[1] > 0]
     if not rows:
         return None
+    pairs = [(e, m) for e, m, _ in rows]
     groups: dict[int, list[tuple[int, int]]] = {}
     first_step: dict[int, int] = {}
-    for e, m, (stretch, step) in rows:
-        groups.setdefault(stretch, []).append((e, m))
-        first_step.setdefault(stretch, step)
-    pairs = [(e, m) for e, m, _ in rows]
+    if rows[0][2][0] == rows[-1][2][0]:  # one stretch (in step order): most runs
+        groups[rows[0][2][0]] = pairs
+        first_step[rows[0][2][0]] = rows[0][2][1]
+    else:
+        for e, m, (stretch, step) in rows:
+            groups.setdefault(stretch, []).append((e, m))
+            first_step.setdefault(stretch, step)
     scale = round(_slope(list(groups.values())), SCALE_DIGITS) if _spread_out(pairs) else 1.0
     overheads = {
         k: round(statistics.median(m - scale * e for e, m in g)) for k, g in groups.items()

@@ -111,11 +111,25 @@ def usage_costs(sk: Skeleton, prices: Prices) -> tuple[float | None, ...]:
     return per_skeleton(sk, key, made)
 
 
+def measured_total(sk: Skeleton, prices: Prices) -> float | None:
+    """Dollars the run's measured usage cost (usage_costs summed, to the micro-dollar);
+    None when the log measured nothing."""
+    costs = usage_costs(sk, prices)
+    if all(c is None for c in costs):
+        return None
+    return round(sum(filter(None, costs)), 6)
+
+
 def _usage_pricer(prices: Prices) -> Callable[[Usage], float]:
     model = prices.model
     if model and model_facts(model) is not None:
-        return lambda usage: usage_cost(model, usage) or 0.0
+        return lambda usage: _or_flat(usage_cost(model, usage), prices, usage)
     return lambda usage: measured_cost(prices, usage)
+
+
+def _or_flat(cost: float | None, prices: Prices, usage: Usage) -> float:
+    """genai-prices' figure, or the flat prices' where it has none for this usage."""
+    return measured_cost(prices, usage) if cost is None else cost
 
 
 def _reusable(sk: Skeleton, before: ReplayLog | None, head: int) -> int:

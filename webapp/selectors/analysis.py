@@ -9,11 +9,11 @@ from typing import Any
 from contextsim.compaction_points import CompactionPoint, compaction_points
 from contextsim.costs import PRESETS, Prices
 from contextsim.estimators import ESTIMATORS, STAND_INS, Estimator
-from contextsim.memo import per_skeleton
 from contextsim.model import KINDS
-from contextsim.prices import model_facts, run_measured_cost
+from contextsim.prices import model_facts
 from contextsim.problems import Problem, detect
 from contextsim.reconcile import Reconciliation
+from contextsim.replay_log import measured_total
 from contextsim.simulate import (
     REPLAY,
     Simulation,
@@ -97,9 +97,7 @@ def analyse(
         )
     except ValueError as exc:  # a policy that cannot work with these settings says why
         raise BadQuery(f"{state.policy}: {exc}") from None
-    cost = per_skeleton(
-        sk, ("measured_cost", prices), lambda: run_measured_cost(run.model, sk.usage, prices)
-    )
+    cost = measured_total(sk, prices)
     problems = detect(main)
     return Analysis(
         state, main, problems, other, rec, prices, cost, baseline, len(points), stand_in
