@@ -30,6 +30,7 @@ SUITES: dict[str, str] = {
     "sweeps": "bench.suite_sweeps:run",
     "imports": "bench.suite_imports:run",
     "live": "bench.suite_live:run",
+    "fleet": "bench.suite_fleet:run",
 }
 """Suite name -> "module:function" returning list[Figure]."""
 

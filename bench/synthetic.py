@@ -67,7 +67,7 @@ _CODE = (
 class Spec:
     """The shape of a generated run. `steps` is the number of requests (assistant
     messages); shares are per tool result, except `parallel_share` (per tool-calling
-    step) and `huge_share` (huge results = max(1, round(steps x share)))."""
+    step) and `huge_share` (huge results = max(1, round(steps x share)), none when 0)."""
 
     steps: int
     seed: int = 7
@@ -78,6 +78,7 @@ class Spec:
     huge_share: float = 0.002
     error_share: float = 0.02
     system_tokens: int = 3_000
+    small_tokens: tuple[int, int] = SMALL_TOKENS
 
 
 def _block(rng: random.Random, chars: int) -> str:
@@ -124,7 +125,7 @@ def _result_tokens(rng: random.Random, spec: Spec, huge: bool) -> tuple[str, int
     if rng.random() < spec.read_share:
         return "read_file", rng.randint(*READ_TOKENS)
     # Mostly small: sizes skewed towards the low end.
-    low, high = SMALL_TOKENS
+    low, high = spec.small_tokens
     return rng.choice(SMALL_TOOLS), int(low + (high - low) * rng.random() ** 3)
 
 
@@ -133,7 +134,9 @@ def generate(spec: Spec) -> Run:
     if spec.steps < 1:
         raise ValueError("a run needs at least one step")
     rng = random.Random(spec.seed)
-    text = _Text(rng, HUGE_TOKENS[1] * CHARS_PER_TOKEN + 4_096)
+    largest = HUGE_TOKENS[1] if spec.huge_share else READ_TOKENS[1] if spec.read_share else 0
+    most = max(largest, spec.small_tokens[1], spec.system_tokens)
+    text = _Text(rng, most * CHARS_PER_TOKEN + 4_096)
     lengths = _turn_lengths(rng, spec)
     huge_steps = _huge_steps(rng, spec, lengths)
     messages: list[Message] = [Message("system", (TextPart(text.tokens(spec.system_tokens)),))]
@@ -179,6 +182,8 @@ def _huge_steps(rng: random.Random, spec: Spec, lengths: list[int]) -> set[int]:
     for n in lengths:
         calling.extend(range(first, first + n - 1))
         first += n
+    if not spec.huge_share:
+        return set()
     count = min(max(1, round(spec.steps * spec.huge_share)), len(calling))
     return set(rng.sample(calling, count))
 

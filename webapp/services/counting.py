@@ -17,7 +17,8 @@ from contextsim.estimators import ESTIMATORS, count_message, seed_counts
 from contextsim.skeleton_builder import SkeletonBuilder
 from webapp.derived import MESSAGE_FIELDS, run_facts, stored_message
 from webapp.models import ImportJob, Message, Run, RunSkeleton, Upload
-from webapp.services.saving import BATCH, STAGE_ROWS, storable
+from webapp.services.message_rows import BATCH, storable
+from webapp.services.saving import STAGE_ROWS
 
 
 def count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -24,14 +23,13 @@ from django.db import transaction
 
 from contextsim import model as core
 from contextsim import skeleton
-from contextsim.estimators import ESTIMATORS, SLOW, Estimator, content_key, count_message
+from contextsim.estimators import ESTIMATORS, SLOW
 from contextsim.formats import ParsedFile
-from contextsim.formats.native import part_to_dict
 from contextsim.skeleton_builder import SkeletonBuilder
 from webapp.models import Message, Run, RunSkeleton, Upload, Visibility
+from webapp.services.message_rows import MessageRow, insert_messages, message_row, storable
 from webapp.services.sessions import join_sessions
 
-BATCH = 500
 STAGE_ROWS = 2_000
 """Messages counted and written per transaction by `stage`."""
 
@@ -41,7 +39,7 @@ class Prepared:
     """One core run with its rows built and counted, ready to be written."""
 
     run: core.Run
-    messages: list[Message]
+    messages: list[MessageRow]
     skeletons: dict[str, Any]
 
 
@@ -49,7 +47,7 @@ def prepare(run: core.Run, estimators: Sequence[str] | None = None) -> Prepared:
     """Count each message's tokens once per estimator (all registered ones unless
     `estimators` names some) and build the rows and skeletons; writes nothing."""
     chosen = {n: ESTIMATORS[n] for n in (estimators or ESTIMATORS)}
-    rows = [message_row(None, i, m, chosen) for i, m in enumerate(run.messages)]
+    rows = [message_row(m, chosen) for m in run.messages]
     builder = SkeletonBuilder(list(chosen.values()))
     builder.add(run.messages, [row.content_hash for row in rows])
     built = builder.finish(run)
@@ -67,9 +65,7 @@ def write(
 ) -> Run:
     """Write one prepared run, its messages and skeletons (call it in a transaction)."""
     stored = _create(prepared.run, owner, upload, visibility, demo_key, ready=True)
-    for row in prepared.messages:
-        row.run = stored
-    Message.objects.bulk_create(prepared.messages, batch_size=BATCH)
+    insert_messages(stored.pk, 0, prepared.messages)
     RunSkeleton.objects.bulk_create(
         RunSkeleton(run=stored, estimator=name, data=data)
         for name, data in prepared.skeletons.items()
@@ -199,12 +195,10 @@ class Filling:
 
     def add(self, messages: Sequence[core.Message]) -> None:
         start = self.written
-        rows = [
-            message_row(self.stored, start + i, m, self.estimators) for i, m in enumerate(messages)
-        ]
+        rows = [message_row(m, self.estimators) for m in messages]
         self.builder.add(messages, [row.content_hash for row in rows])
         with transaction.atomic():
-            Message.objects.bulk_create(rows, batch_size=BATCH)
+            insert_messages(self.stored.pk, start, rows)
         self.figures = figures_after(self.figures, messages)
 
     def finish(self, facts: core.Run) -> None:
@@ -310,64 +304,3 @@ def save_run(
     prepared = prepare(run, estimators)
     with transaction.atomic():
         return write(prepared, owner=owner, upload=upload, visibility=visibility, demo_key=demo_key)
-
-
-def message_row(
-    run: Run | None, index: int, message: core.Message, estimators: dict[str, Estimator]
-) -> Message:
-    """The unsaved row of `message`, counted by every one of `estimators`; `run` may be
-    set later, before it is written."""
-    usage = message.usage
-    key = content_key(message)
-    return Message(
-        run=run,
-        index=index,
-        role=message.role,
-        kind=message.kind,
-        parts=_stored_parts(message),
-        compact_summary=message.compact_summary,
-        tool_names=storable(", ".join(c.name for c in message.tool_calls)[:500]),
-        content_hash=key,
-        counts={name: count_message(message, est, key) for name, est in estimators.items()},
-        usage_input=usage.input_tokens if usage else None,
-        usage_cache_read=usage.cache_read if usage else None,
-        usage_cache_write=usage.cache_write if usage else None,
-        usage_output=usage.output_tokens if usage else None,
-        source=storable(message.source[:200]),
-        timestamp=(
-            datetime.fromtimestamp(message.time, tz=UTC) if message.time is not None else None
-        ),
-    )
-
-
-def _stored_parts(message: core.Message) -> list[Any]:
-    """The message's parts as stored: walked for NUL characters only when one of its
-    strings has one (walking every part of every message was a tenth of a large
-    import)."""
-    parts = [part_to_dict(p) for p in message.parts]
-    if any("\x00" in text for text in _texts(message)):
-        return [storable(p) for p in parts]
-    return parts
-
-
-def _texts(message: core.Message) -> list[str]:
-    out: list[str] = []
-    for part in message.parts:
-        for name in ("text", "name", "arguments", "call_id", "id", "definition", "media_type"):
-            value = getattr(part, name, None)
-            if isinstance(value, str):
-                out.append(value)
-    return out
-
-
-def storable(value: Any) -> Any:
-    """`value` with NUL characters replaced by U+FFFD: PostgreSQL cannot store NUL in
-    text or JSON, and logs of binary tool output do contain it. Counts are taken from
-    the original text."""
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, dict):
-        return {k: storable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [storable(v) for v in value]
-    return value

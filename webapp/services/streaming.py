@@ -18,7 +18,8 @@ from contextsim import model as core
 from contextsim.estimators import ESTIMATORS, content_key
 from contextsim.formats import ParsedFile, parse_path
 from webapp.models import AppendReceipt, EstimatorReport, Message, Run, RunSkeleton, Visibility
-from webapp.services.saving import NO_FIGURES, figures_after, message_row, save_run, storable
+from webapp.services.message_rows import MessageRow, insert_messages, message_row, storable
+from webapp.services.saving import NO_FIGURES, figures_after, save_run
 from webapp.services.sessions import join_sessions
 
 
@@ -92,17 +93,16 @@ def append_once(
         return body
 
 
-def _rows(messages: Sequence[core.Message]) -> list[Message]:
-    """The unsaved rows of `messages`, counted by every estimator; their run and index
-    are set when written."""
-    return [message_row(None, 0, m, ESTIMATORS) for m in messages]
+def _rows(messages: Sequence[core.Message]) -> list[MessageRow]:
+    """The rows of `messages`, counted by every estimator."""
+    return [message_row(m, ESTIMATORS) for m in messages]
 
 
 def append_messages(
     run: Run,
     messages: Sequence[core.Message],
     start: int | None = None,
-    rows: list[Message] | None = None,
+    rows: list[MessageRow] | None = None,
 ) -> Run:
     """Store `messages` from position `start` on (default: after the last one),
     replacing any stored message from there: all or nothing. Counts every new message
@@ -118,10 +118,7 @@ def append_messages(
         removed = Message.objects.filter(run=locked, index__gte=start)
         dropped_calls = sum(_calls(parts) for parts in removed.values_list("parts", flat=True))
         removed.delete()
-        rows = _rows(messages) if rows is None else rows
-        for i, row in enumerate(rows):
-            row.run, row.index = locked, start + i
-        Message.objects.bulk_create(rows)
+        insert_messages(locked.pk, start, _rows(messages) if rows is None else rows)
         RunSkeleton.objects.filter(run=locked).delete()
         EstimatorReport.objects.filter(run=locked).delete()  # it read the old text
         if start == end:

@@ -1,0 +1,124 @@
+"""A message's stored row, and writing rows in large batches.
+
+Django's bulk_create builds each row's SQL a value at a time through the model fields,
+most of the time a large import spends writing; here a row is a plain tuple whose
+values are adapted once (JSON, datetimes) by the database's own operations and the
+batch goes to the driver's executemany.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+from django.db import connection
+
+from contextsim import model as core
+from contextsim.estimators import Estimator, content_key, count_message
+from contextsim.formats.native import part_to_dict
+from webapp.models import Message
+
+BATCH = 500
+"""Rows per INSERT statement."""
+
+
+class MessageRow(NamedTuple):
+    """What is stored of one message besides its run and index (webapp.models.Message)."""
+
+    role: str
+    kind: str
+    parts: list[Any]
+    compact_summary: bool
+    tool_names: str
+    content_hash: str
+    counts: dict[str, int]
+    usage_input: int | None
+    usage_cache_read: int | None
+    usage_cache_write: int | None
+    usage_output: int | None
+    source: str
+    timestamp: datetime | None
+
+
+_JSON = frozenset(("parts", "counts"))
+
+
+def message_row(message: core.Message, estimators: dict[str, Estimator]) -> MessageRow:
+    """The row of `message`, counted by every one of `estimators`."""
+    usage = message.usage
+    key = content_key(message)
+    return MessageRow(
+        role=message.role,
+        kind=message.kind,
+        parts=_stored_parts(message),
+        compact_summary=message.compact_summary,
+        tool_names=storable(", ".join(c.name for c in message.tool_calls)[:500]),
+        content_hash=key,
+        counts={name: count_message(message, est, key) for name, est in estimators.items()},
+        usage_input=usage.input_tokens if usage else None,
+        usage_cache_read=usage.cache_read if usage else None,
+        usage_cache_write=usage.cache_write if usage else None,
+        usage_output=usage.output_tokens if usage else None,
+        source=storable(message.source[:200]),
+        timestamp=(
+            datetime.fromtimestamp(message.time, tz=UTC) if message.time is not None else None
+        ),
+    )
+
+
+def insert_messages(run_id: int, start: int, rows: Sequence[MessageRow]) -> None:
+    """Write `rows` as messages `start`, `start + 1`... of run `run_id` (in the caller's
+    transaction), BATCH rows per statement."""
+    ops = connection.ops
+    meta = Message._meta
+    columns = ("run", "index", *MessageRow._fields)
+    names = ", ".join(ops.quote_name(meta.get_field(c).column) for c in columns)
+    marks = ", ".join(["%s"] * len(columns))
+    sql = f"INSERT INTO {ops.quote_name(meta.db_table)} ({names}) VALUES ({marks})"
+    json_at = [i for i, name in enumerate(MessageRow._fields) if name in _JSON]
+    time_at = MessageRow._fields.index("timestamp")
+    with connection.cursor() as cursor:
+        for first in range(0, len(rows), BATCH):
+            params = []
+            for i, row in enumerate(rows[first : first + BATCH], start + first):
+                values = list(row)
+                for j in json_at:
+                    values[j] = ops.adapt_json_value(values[j], None)
+                if values[time_at] is not None:
+                    values[time_at] = ops.adapt_datetimefield_value(values[time_at])
+                params.append((run_id, i, *values))
+            cursor.executemany(sql, params)
+
+
+def _stored_parts(message: core.Message) -> list[Any]:
+    """The message's parts as stored: walked for NUL characters only when one of its
+    strings has one (walking every part of every message was a tenth of a large
+    import)."""
+    parts = [part_to_dict(p) for p in message.parts]
+    if any("\x00" in text for text in _texts(message)):
+        return [storable(p) for p in parts]
+    return parts
+
+
+def _texts(message: core.Message) -> list[str]:
+    out: list[str] = []
+    for part in message.parts:
+        for name in ("text", "name", "arguments", "call_id", "id", "definition", "media_type"):
+            value = getattr(part, name, None)
+            if isinstance(value, str):
+                out.append(value)
+    return out
+
+
+def storable(value: Any) -> Any:
+    """`value` with NUL characters replaced by U+FFFD: PostgreSQL cannot store NUL in
+    text or JSON, and logs of binary tool output do contain it. Counts are taken from
+    the original text."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {k: storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [storable(v) for v in value]
+    return value
