@@ -1,6 +1,7 @@
 """`python -m bench.fleet N`: import a fleet of N generated 200-step runs into the
 database the environment names (DATABASE_URL, CONTEXTSIM_DATA_DIR), public, counted by
-chars4 only, and print their public ids as JSON. Used by the `fleet` suite, in its own
+chars4 only, and print their public ids as JSON (a user `bench` is created to sweep
+them). Used by the `fleet` suite, in its own
 process so that each database gets its own Django."""
 
 from __future__ import annotations
@@ -35,10 +36,13 @@ def main(count: int) -> None:
     import django
 
     django.setup()
+    from django.contrib.auth import get_user_model
+
     from contextsim.formats import ParsedFile
     from webapp.models import Visibility
     from webapp.services.saving import save_parsed
 
+    get_user_model().objects.get_or_create(username="bench")  # who sweeps the fleet
     ids: list[str] = []
     for first in range(0, count, BATCH):
         runs = tuple(fleet_runs(min(BATCH, count - first), first))

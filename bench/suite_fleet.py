@@ -59,8 +59,9 @@ def _sweep(env: dict[str, str], ids: list[str], title: str) -> tuple[float, int]
         env=env,
         capture_output=True,
         text=True,
-        check=True,
     )
+    if done.returncode:
+        raise RuntimeError(f"the sweep failed: {done.stderr[-2000:]}")
     seconds = time.perf_counter() - started
     result = json.loads(done.stdout)
     assert result["cells"] == CELLS and result["failed"] == 0, result

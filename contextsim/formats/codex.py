@@ -35,15 +35,19 @@ How the run is built (each choice keeps the counts honest):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 from contextsim.formats.base import (
     Document,
+    FileEnd,
     Lines,
     Names,
     ParsedFile,
     Record,
+    Reopen,
+    RunPiece,
     Source,
     arguments_text,
     expect,
@@ -70,6 +74,11 @@ CALL_ITEMS = Names({"function_call", "custom_tool_call", "web_search_call", "loc
 OUTPUT_ITEMS = Names({"function_call_output", "custom_tool_call_output"})
 ITEM_TYPES = Names(CALL_ITEMS | OUTPUT_ITEMS | {"message", "reasoning"})
 TITLE_LENGTH = 80
+FLUSH_LINES = 1_000
+KEEP = 64
+"""CodexImporter.pieces hands messages over every FLUSH_LINES lines, all but the last
+KEEP (a usage event measures the call before the tool outputs that follow it, and a
+user_message event says which user message was typed: both reach back a few messages)."""
 
 
 class CodexImporter:
@@ -103,6 +112,21 @@ class CodexImporter:
         own = tuple(source.warnings) if isinstance(source, Lines) else ()
         return ParsedFile(self.name, (run,), (*own, *builder.warnings()))
 
+    def pieces(self, source: Lines) -> Iterator[RunPiece | FileEnd]:
+        """What `parse` gives, handed over as the lines are read: every FLUSH_LINES
+        lines, the messages but the last KEEP, so a long rollout is never whole in
+        memory. Raises Reopen when a line changes what was handed over (a usage for a
+        call further back, base instructions or a first user_message event arriving
+        late): then the file is to be read whole."""
+        builder = _Builder(source.path)
+        for n, record in enumerate(source, 1):
+            builder.feed(record)
+            if n % FLUSH_LINES == 0:
+                yield from builder.flush(KEEP)
+        builder.end_call()
+        yield from builder.flush(0)
+        yield FileEnd(self.name, ((0, builder.facts()),), (*source.warnings, *builder.warnings()))
+
 
 def _is_envelope(data: dict[str, Any]) -> bool:
     return data.get("type") in RECORDS and "payload" in data
@@ -122,6 +146,7 @@ class _Builder:
         self.call: list[Part] = []  # the model call being read
         self.call_source = ""
         self.last_call = -1  # index of the last assistant message
+        self.last_measured = False  # whether it has its usage
         self.last_info: Any = None  # token_count events are written twice
         self.last_context: int | None = None
         self.model = ""
@@ -140,6 +165,11 @@ class _Builder:
         self.instructions_source = ""
         self.now: float | None = None  # the timestamp of the record being read
         self.call_time: float | None = None
+        # Handing over (CodexImporter.pieces): messages before `handed` are gone, read
+        # with the base instructions first or not and with or without user events.
+        self.handed = 0
+        self.handed_as: tuple[bool, bool] | None = None
+        self.title = ""
 
     def feed(self, record: Record) -> None:
         data, where = record.data, f"line {record.line}"
@@ -201,6 +231,7 @@ class _Builder:
         if not self.call:
             return False
         self.last_call = len(self.messages)
+        self.last_measured = usage is not None
         self.messages.append(
             Message(
                 "assistant", tuple(self.call), usage, source=self.call_source, time=self.call_time
@@ -239,9 +270,14 @@ class _Builder:
         self.last_context = usage.context
         if self._end_call(usage):
             return
-        if self.last_call >= 0 and self.messages[self.last_call].usage is None:
+        if 0 <= self.last_call < self.handed:
+            if not self.last_measured:
+                raise Reopen(f"{self.path}: {where} measures a call already handed over")
+            self.orphan_usage += 1
+        elif self.last_call >= 0 and self.messages[self.last_call].usage is None:
             # Written after the call's tool outputs: it still measures that call.
             self.messages[self.last_call] = replace(self.messages[self.last_call], usage=usage)
+            self.last_measured = True
         else:
             self.orphan_usage += 1
 
@@ -275,30 +311,65 @@ class _Builder:
     def finish(self) -> Run:
         """The run read so far (call once, after the last record)."""
         self._end_call(None)
-        messages = tuple(
-            replace(m, role="system") if self._is_context_block(i, m) else m
-            for i, m in enumerate(self.messages)
-        )
+        messages = tuple(self._final(i, m) for i, m in enumerate(self.messages))
+        if self.instructions:
+            messages = (self._instructions(), *messages)
+        return replace(self.facts(_title(messages)), messages=messages)
+
+    def end_call(self) -> None:
+        """Close the model call being read (after the last record)."""
+        self._end_call(None)
+
+    def facts(self, title: str | None = None) -> Run:
+        """The run without its messages (those handed over, or given by `finish`)."""
         compactions = tuple(self.compactions)
         if self.instructions:
-            # Codex sends its base instructions with every request (the Responses API's
-            # `instructions`): the first system message, which no compaction removes.
-            first = Message(
-                "system", (TextPart(self.instructions),), source=self.instructions_source
-            )
-            messages = (first, *messages)
             compactions = tuple(
                 replace(c, before_message=c.before_message + 1) for c in compactions
             )
+        title = self.title if title is None else title
         return Run(
-            title=_title(messages) or f"Codex session {self.session_id}".strip(),
-            messages=messages,
+            title=title or f"Codex session {self.session_id}".strip(),
+            messages=(),
             format="codex",
             model=self.model,
             session_id=self.session_id,
             compactions=compactions,
             context_window=self.window,
         )
+
+    def flush(self, keep: int) -> Iterator[RunPiece]:
+        """Hand over the messages read but the last `keep`, as `finish` gives them, and
+        let them go."""
+        end = len(self.messages) - keep
+        last_chance = keep == 0 and self.handed_as is None and bool(self.instructions)
+        if end <= self.handed and not last_chance:
+            return
+        read_as = (bool(self.instructions), self.user_events > 0)
+        if self.handed_as is None:
+            self.handed_as = read_as
+        elif read_as != self.handed_as:
+            raise Reopen(f"{self.path}: base instructions or user events came after messages")
+        out = [
+            self._final(i, m) for i, m in enumerate(self.messages[self.handed : end], self.handed)
+        ]
+        if not self.handed and self.instructions:
+            out.insert(0, self._instructions())
+        for i in range(self.handed, end):
+            self.messages[i] = _GONE
+        self.handed = end
+        self.title = self.title or _title(tuple(out))
+        yield RunPiece(0, tuple(out))
+
+    def _final(self, index: int, message: Message) -> Message:
+        return (
+            replace(message, role="system") if self._is_context_block(index, message) else message
+        )
+
+    def _instructions(self) -> Message:
+        # Codex sends its base instructions with every request (the Responses API's
+        # `instructions`): the first system message, which no compaction removes.
+        return Message("system", (TextPart(self.instructions),), source=self.instructions_source)
 
     def _is_context_block(self, index: int, message: Message) -> bool:
         if message.role != "user" or message.compact_summary:
@@ -314,6 +385,10 @@ class _Builder:
         if self.orphan_usage:
             out.append(f"{self.path}: {self.orphan_usage} usage event(s) follow no model output")
         return out
+
+
+_GONE = Message("system", ())
+"""In place of a message handed over (CodexImporter.pieces)."""
 
 
 def _title(messages: tuple[Message, ...]) -> str:

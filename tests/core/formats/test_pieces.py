@@ -9,6 +9,8 @@ from io import BytesIO
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextsim.formats import (
     FileEnd,
@@ -16,6 +18,7 @@ from contextsim.formats import (
     Restart,
     RunPiece,
     claude_code,
+    codex,
     native,
     parse_stream,
     pieces_of,
@@ -167,3 +170,77 @@ def test_a_streamed_native_document_is_refused_as_parse_stream_refuses_it(doc, s
     with pytest.raises(FormatError) as pieces:
         _joined("d.json", raw, "native")
     assert said in str(whole.value) and str(pieces.value) == str(whole.value)
+
+
+def _codex_files():
+    folder = CORPUS / "codex"
+    return sorted(folder.glob("*.jsonl")) if folder.exists() else []
+
+
+@pytest.mark.parametrize("path", _codex_files(), ids=lambda p: p.name)
+def test_a_codex_rollout_in_pieces_gives_the_run_parse_stream_gives(path, monkeypatch):
+    monkeypatch.setattr(codex, "FLUSH_LINES", 7)
+    monkeypatch.setattr(codex, "KEEP", 12)
+    raw = path.read_bytes()
+    whole = parse_stream(path.name, BytesIO(raw))
+    assert _joined(path.name, raw) == (whole.format, whole.runs, whole.warnings)
+    seen = list(pieces_of(path.name, BytesIO(raw)))
+    assert not any(isinstance(p, Restart) for p in seen)  # handed over as it was read
+    assert sum(isinstance(p, RunPiece) for p in seen) > 10
+
+
+def _rollout_lines(draw) -> list[dict]:
+    """A random Codex rollout: instructions or not, typed and injected user messages
+    with or without user_message events, model calls with parallel tool outputs,
+    usage events (some repeated, some late), compactions."""
+    from tests.core.formats import test_codex as c
+
+    meta = {"id": "s", "timestamp": "2026-01-01T00:00:00Z"}
+    if draw(st.booleans()):
+        meta["base_instructions"] = {"text": "be brief"}
+    lines = [c.record("session_meta", meta), c.CONTEXT]
+    events = draw(st.booleans())
+    calls = 0
+    for _ in range(draw(st.integers(0, 30))):
+        kinds = ["typed", "injected", "call", "answer", "compact", "usage", "meta"]
+        kind = draw(st.sampled_from(kinds))
+        if kind == "typed":  # what the person typed may look like markup
+            opening = draw(st.sampled_from(["please do ", "<b>fix</b> "]))
+            lines.append(c.message("user", opening + draw(st.text("ab ", max_size=8))))
+            if events:
+                lines.append(c.event(type="user_message", message="x"))
+        elif kind == "injected":  # and what Codex injects may not
+            text = draw(st.sampled_from(["<environment_context>x</environment_context>", "Note"]))
+            lines.append(c.message("user", text))
+        elif kind == "meta":  # a session line late in the file, instructions and all
+            later = {**meta, "base_instructions": {"text": "later"}}
+            lines.append(c.record("session_meta", later))
+        elif kind == "call":
+            ids = [f"c{calls + j}" for j in range(draw(st.integers(1, 4)))]
+            calls += len(ids)
+            lines += [c.call(i) for i in ids]
+            late = draw(st.booleans())
+            usage = c.tokens(draw(st.integers(1, 9_000)))
+            lines += [] if late else [usage]
+            lines += [c.output(i, "r" * draw(st.integers(0, 30))) for i in ids]
+            lines += [usage] if late else []
+        elif kind == "answer":
+            lines += [c.message("assistant", "done"), c.tokens(draw(st.integers(1, 9_000)))]
+        elif kind == "compact":
+            lines.append(c.record("compacted", {"message": "summary"}))
+        else:
+            lines.append(c.tokens(draw(st.integers(1, 9_000))))
+    return lines
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.data(), st.integers(1, 6), st.integers(1, 5))
+def test_a_random_rollout_in_pieces_gives_the_run_parse_stream_gives(data, flush, keep):
+    from tests.core.formats import test_codex as c
+
+    raw = c.raw(_rollout_lines(data.draw))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(codex, "FLUSH_LINES", flush)
+        patch.setattr(codex, "KEEP", keep)
+        whole = parse_stream("r.jsonl", BytesIO(raw))
+        assert _joined("r.jsonl", raw) == (whole.format, whole.runs, whole.warnings)
