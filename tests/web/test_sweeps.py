@@ -121,6 +121,45 @@ def test_a_cell_delivered_twice_is_computed_once(alice_client, fleet, queued):
     assert (cell.status, cell.finished, cell.outcome) == ("done", first[1], {"kept": "as computed"})
 
 
+def test_a_runs_cells_are_taken_in_one_claim_leaving_those_another_worker_holds(
+    alice_client, fleet, queued, django_assert_max_num_queries
+):
+    _post(alice_client, fleet[:1], budgets="10000 20000 30000 40000")
+    batch = list(SweepCell.objects.order_by("pk").values_list("pk", flat=True))  # one run's
+    held, done, *free = batch
+    SweepCell.objects.filter(pk=held).update(status="running", worker="elsewhere", attempts=1)
+    sweeps.run_cell(done)
+    before = SweepCell.objects.get(pk=done).finished
+    # One claim (4 statements), the cells and their owner's estimators (2), one write per
+    # cell in one transaction (6 + 2) and the sweep's check (1): not a claim per cell.
+    with django_assert_max_num_queries(15):
+        sweeps.run_cells(batch)
+    found = {c.pk: c for c in SweepCell.objects.all()}
+    assert (found[held].status, found[held].worker) == ("running", "elsewhere")
+    assert found[done].finished == before  # not computed again
+    assert all(found[i].status == "done" and found[i].attempts == 1 for i in free)
+    assert Sweep.objects.get().finished is None  # the held cell is still open
+
+
+def test_a_cell_whose_lease_was_lost_mid_batch_is_not_written_but_the_others_are(
+    alice_client, fleet, queued, monkeypatch
+):
+    _post(alice_client, fleet[:1], policies=["mythex"], budgets="10000 20000")
+    batch = list(SweepCell.objects.order_by("pk").values_list("pk", flat=True))
+    compute = sweeps._compute
+
+    def lost_meanwhile(cell, counters):
+        if cell.pk == batch[0]:  # another attempt took it over while this one worked
+            SweepCell.objects.filter(pk=cell.pk).update(attempts=7)
+        return compute(cell, counters)
+
+    monkeypatch.setattr(sweeps, "_compute", lost_meanwhile)
+    sweeps.run_cells(batch)
+    first, second = (SweepCell.objects.get(pk=i) for i in batch)
+    assert (first.status, first.attempts, first.outcome) == ("running", 7, None)
+    assert second.status == "done" and second.outcome["steps"] == 41
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [

@@ -19,7 +19,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -69,6 +69,40 @@ def claim(model: JobModel, pk: int) -> int | None:
     return attempt
 
 
+def claim_all(model: JobModel, pks: Sequence[int]) -> dict[int, int]:
+    """Take every queued job of `pks` for this process in one statement: the attempt
+    number of each one taken, by id (those done, failed or held by another worker are
+    left out)."""
+    until = timezone.now() + lease()
+    me = worker_name()[:200]
+    with transaction.atomic():
+        taken = model.objects.filter(pk__in=pks, status=model.Status.QUEUED).update(
+            status=model.Status.RUNNING,
+            attempts=F("attempts") + 1,
+            lease_until=until,
+            worker=me,
+        )
+        if not taken:
+            return {}
+        # The lease's end, to the microsecond, tells the rows this statement took.
+        mine = model.objects.filter(
+            pk__in=pks, status=model.Status.RUNNING, worker=me, lease_until=until
+        )
+        return dict(mine.values_list("pk", "attempts"))
+
+
+def finish_all(model: JobModel, results: dict[int, tuple[int, dict[str, Any]]]) -> list[int]:
+    """`finish` for each job of `results` (id -> (attempt, final fields)), in the
+    caller's transaction; the ids of those whose attempt lost its lease (not written)."""
+    lost = []
+    now = timezone.now()
+    for pk, (attempt, fields) in results.items():
+        held = model.objects.filter(pk=pk, attempts=attempt, status=model.Status.RUNNING)
+        if not held.update(lease_until=None, finished=now, **fields):
+            lost.append(pk)
+    return lost
+
+
 def finish(model: JobModel, pk: int, attempt: int, **fields: Any) -> None:
     """Write the job's final state (in the caller's transaction, with its result), or
     raise LeaseLost when attempt `attempt` no longer holds it."""
@@ -86,19 +120,33 @@ def record(model: JobModel, pk: int, attempt: int, **fields: Any) -> None:
 
 
 class Hold:
-    """A held job's lease, renewed by a thread while the work runs (`holding`)."""
+    """Held jobs' leases (attempt by job id), renewed by a thread while the work runs
+    (`holding`)."""
 
-    def __init__(self, model: JobModel, pk: int, attempt: int) -> None:
-        self.model, self.pk, self.attempt = model, pk, attempt
+    def __init__(self, model: JobModel, held: dict[int, int]) -> None:
+        self.model, self.held = model, held
         self.stop = threading.Event()
         self.lost = threading.Event()
-        """Set once the lease is found taken over: the work's result would be refused."""
+        """Set once a lease is found taken over: that job's result would be refused."""
 
     def check(self) -> None:
-        """Raise LeaseLost when the lease went to another attempt (call it between
-        steps of a long job, so it stops early)."""
+        """Raise LeaseLost when a lease went to another attempt (call it between steps
+        of a long job, so it stops early)."""
         if self.lost.is_set():
-            raise LeaseLost(f"{self.model.__name__} {self.pk}: attempt {self.attempt} lost it")
+            raise LeaseLost(f"{self.model.__name__} {sorted(self.held)}: a lease was lost")
+
+    def _renewed(self) -> int:
+        """Jobs whose lease this renewal extended."""
+        until = timezone.now() + lease()
+        by_attempt: dict[int, list[int]] = {}
+        for pk, attempt in self.held.items():
+            by_attempt.setdefault(attempt, []).append(pk)
+        return sum(
+            self.model.objects.filter(
+                pk__in=pks, attempts=attempt, status=self.model.Status.RUNNING
+            ).update(lease_until=until)
+            for attempt, pks in by_attempt.items()
+        )
 
     def renew(self) -> None:
         """Renew every third of the lease; after a failed renewal (a busy database) try
@@ -109,12 +157,10 @@ class Hold:
             while not self.stop.wait(wait):
                 try:
                     _short_busy_wait()
-                    held = self.model.objects.filter(
-                        pk=self.pk, attempts=self.attempt, status=self.model.Status.RUNNING
-                    ).update(lease_until=timezone.now() + lease())
+                    held = self._renewed() == len(self.held)
                 except Exception:
                     logger.warning(
-                        "could not renew the lease of %s %s", self.model.__name__, self.pk
+                        "could not renew the lease of %s %s", self.model.__name__, list(self.held)
                     )
                     connection.close()  # a broken connection is opened again next time
                     wait = min(1.0, every)
@@ -139,8 +185,16 @@ def _short_busy_wait() -> None:
 def holding(model: JobModel, pk: int, attempt: int) -> Iterator[Hold]:
     """Renew the job's lease while the body runs (a long import holds its job past one
     lease); the Hold says whether it was lost."""
-    hold = Hold(model, pk, attempt)
-    renewer = threading.Thread(target=hold.renew, name=f"lease-{pk}", daemon=True)
+    with holding_all(model, {pk: attempt}) as hold:
+        yield hold
+
+
+@contextmanager
+def holding_all(model: JobModel, held: dict[int, int]) -> Iterator[Hold]:
+    """`holding` for several jobs at once (attempt by id), with one renewing thread."""
+    hold = Hold(model, held)
+    first = min(held) if held else 0
+    renewer = threading.Thread(target=hold.renew, name=f"lease-{first}", daemon=True)
     renewer.start()
     try:
         yield hold

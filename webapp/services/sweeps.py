@@ -12,6 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from contextsim.estimators import Estimator
 from contextsim.problems import detect
 from contextsim.simulate import simulate
 from contextsim.sweep import Config, outcome
@@ -73,38 +74,41 @@ def _title(runs: Sequence[Run], configs: Sequence[Config]) -> str:
 
 
 def run_cells(cell_ids: Sequence[int]) -> None:
-    """run_cell for each of `cell_ids` in turn (the cells of one run: its skeleton is
-    read once, then found in this process's cache)."""
-    for cell_id in cell_ids:
-        run_cell(cell_id)
+    """Take the queued cells of `cell_ids` (the cells of one run) in one claim
+    (webapp.services.jobs), simulate each, the run's skeleton read once, and write their
+    outcomes, or errors, in one transaction; a cell not queued (done, or held by a live
+    worker: a task delivered twice) is left as it is. Marks each sweep finished after
+    its last cell."""
+    claimed = jobs.claim_all(SweepCell, cell_ids)
+    if not claimed:
+        return
+    found = SweepCell.objects.select_related("sweep__owner", "run").filter(pk__in=claimed)
+    cells = list(found.order_by("pk"))
+    with jobs.holding_all(SweepCell, claimed):
+        owners = {c.sweep.owner_id: c.sweep.owner for c in cells}
+        counters = {pk: estimators_for(owner) for pk, owner in owners.items()}
+        results = {c.pk: (claimed[c.pk], _compute(c, counters[c.sweep.owner_id])) for c in cells}
+    with transaction.atomic():
+        lost = jobs.finish_all(SweepCell, results)
+    for cell_id in lost:
+        logger.warning("sweep cell %s: another attempt took it over", cell_id)
+    for sweep_id in {c.sweep_id for c in cells}:
+        if not SweepCell.objects.filter(sweep_id=sweep_id, status__in=OPEN).exists():
+            Sweep.objects.filter(pk=sweep_id, finished__isnull=True).update(finished=timezone.now())
 
 
 def run_cell(cell_id: int) -> None:
-    """Take the cell (webapp.services.jobs), simulate it and store its outcome, or its
-    error; a cell not queued (done, or held by a live worker: a task delivered twice)
-    is left as it is. Marks the sweep finished after its last cell."""
-    attempt = jobs.claim(SweepCell, cell_id)
-    if attempt is None:
-        return
-    cell = SweepCell.objects.select_related("sweep__owner", "run").get(pk=cell_id)
-    with jobs.holding(SweepCell, cell_id, attempt):
-        fields = _compute(cell)
-    try:
-        jobs.finish(SweepCell, cell_id, attempt, **fields)
-    except jobs.LeaseLost:
-        logger.warning("sweep cell %s: another attempt took it over", cell_id)
-        return
-    sweep = cell.sweep
-    if not sweep.cells.filter(status__in=OPEN).exists():
-        Sweep.objects.filter(pk=sweep.pk, finished__isnull=True).update(finished=timezone.now())
+    """run_cells of one cell."""
+    run_cells([cell_id])
 
 
-def _compute(cell: SweepCell) -> dict[str, Any]:
-    """The cell's final fields: its outcome, or why it failed."""
+def _compute(cell: SweepCell, counters: dict[str, Estimator]) -> dict[str, Any]:
+    """The cell's final fields: its outcome, or why it failed (`counters`: the
+    estimators its sweep's owner may use)."""
     sweep = cell.sweep
     try:
         config = Config.from_dict(sweep.configs[cell.config])
-        counter = estimators_for(sweep.owner).get(sweep.estimator)
+        counter = counters.get(sweep.estimator)
         if counter is None:
             raise ValueError(f"estimator {sweep.estimator} no longer exists")
         sk = skeleton_of(cell.run, sweep.estimator, counter)
