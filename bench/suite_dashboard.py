@@ -125,7 +125,7 @@ def _free_port() -> int:
 def _chart_figures(public_id: str, data_dir: str) -> list[Figure]:
     name = "chart drawn after navigation, first visit (Chromium)"
     if not Path(CHROMIUM).exists():
-        return [Figure(name, None, "s", ("<=", 2.0), f"Chromium not found at {CHROMIUM}")]
+        return [Figure(name, None, "s", ("<=", 0.8), f"Chromium not found at {CHROMIUM}")]
     port = _free_port()
     env = {**os.environ, "CONTEXTSIM_DATA_DIR": data_dir}
     server = subprocess.Popen(
@@ -140,7 +140,7 @@ def _chart_figures(public_id: str, data_dir: str) -> list[Figure]:
         _wait(url)
         cold, warm = _draw_times(url)
         return [
-            Figure(name, cold, "s", ("<=", 2.0), f"median of {COLD_VISITS}, empty cache"),
+            Figure(name, cold, "s", ("<=", 0.8), f"median of {COLD_VISITS}, empty cache"),
             Figure(
                 "chart drawn after navigation, next visits",
                 warm,

@@ -1,5 +1,5 @@
-"""The vendored plotly.js bundle is the one its README records (version, checksum,
-licence), and the chart pages load it."""
+"""The vendored plotly.js bundles are the ones their README records (version, checksum,
+licence), and each chart page loads the smallest one that draws its traces."""
 
 from __future__ import annotations
 
@@ -7,29 +7,49 @@ import hashlib
 import re
 from pathlib import Path
 
+import pytest
 from django.contrib.staticfiles import finders
 from django.test import Client
 
 VENDOR = Path(__file__).resolve().parents[2] / "static" / "vendor"
 
 
-def test_the_vendored_bundle_is_the_version_and_checksum_its_readme_records():
+@pytest.mark.parametrize("bundle", ["basic", "cartesian"])
+def test_a_vendored_bundle_is_the_version_and_checksum_its_readme_records(bundle):
     readme = (VENDOR / "README.md").read_text()
-    bundle = (VENDOR / "plotly-cartesian.min.js").read_bytes()
-    version = re.search(r"plotly\.js-cartesian-dist-min@([\d.]+)", readme)
+    code = (VENDOR / f"plotly-{bundle}.min.js").read_bytes()
+    version = re.search(rf"plotly\.js-{bundle}-dist-min@([\d.]+)", readme)
     assert version is not None
-    assert f"(cartesian - minified) v{version[1]}".encode() in bundle[:200]
-    assert hashlib.sha256(bundle).hexdigest() in readme
+    assert f"({bundle} - minified) v{version[1]}".encode() in code[:200]
+    assert hashlib.sha256(code).hexdigest() in readme
     assert "MIT" in (VENDOR / "plotly-LICENSE.txt").read_text()
 
 
-def test_chart_pages_load_the_cartesian_bundle_and_it_is_served(fleet, alice_client):
-    client: Client = alice_client
-    page = client.get(f"/runs/{fleet[0].public_id}/").content.decode()
+def _bundle(page: str) -> str:
     src = re.search(r'<script src="([^"]*plotly[^"]*)"', page)
-    assert src is not None and src[1].endswith("vendor/plotly-cartesian.min.js")
-    found = finders.find("vendor/plotly-cartesian.min.js")
-    assert (
-        found is not None
-        and Path(found).read_bytes() == (VENDOR / "plotly-cartesian.min.js").read_bytes()
-    )
+    assert src is not None
+    name = src[1].rsplit("/", 1)[1]
+    found = finders.find(f"vendor/{name}")
+    assert found is not None and Path(found).read_bytes() == (VENDOR / name).read_bytes()
+    return name
+
+
+def test_the_dashboard_loads_the_basic_bundle_and_the_ledger_the_one_with_heatmaps(
+    fleet, alice_client
+):
+    client: Client = alice_client
+    run = fleet[0].public_id
+    assert _bundle(client.get(f"/runs/{run}/").content.decode()) == "plotly-basic.min.js"
+    ledger = client.get(f"/runs/{run}/ledger/").content.decode()
+    assert _bundle(ledger) == "plotly-cartesian.min.js"
+
+
+def test_only_the_ledger_draws_a_trace_the_basic_bundle_lacks():
+    charts = Path(__file__).resolve().parents[2] / "webapp" / "charts"
+    kinds = {
+        path.name: set(re.findall(r'"type": "(\w+)"', path.read_text()))
+        for path in charts.glob("*.py")
+    }
+    shapes = {"line", "rect", "log", "linear", "category", "date"}
+    beyond = {name for name, found in kinds.items() if found - shapes - {"scatter", "bar", "pie"}}
+    assert beyond == {"ledger.py"}
