@@ -114,7 +114,7 @@ def fit_rows(rows: Sequence[tuple[int, int, tuple[int, int]]]) -> Reconciliation
     pairs = [(e, m) for e, m, _ in rows]
     groups: dict[int, list[tuple[int, int]]] = {}
     first_step: dict[int, int] = {}
-    if rows[0][2][0] == rows[-1][2][0]:  # one stretch (in step order): most runs
+    if len({row[2][0] for row in rows}) == 1:  # one stretch: most runs
         groups[rows[0][2][0]] = pairs
         first_step[rows[0][2][0]] = rows[0][2][1]
     else:
@@ -185,7 +185,11 @@ def _spread(items: list[tuple[int, int]], most: int) -> list[tuple[int, int]]:
 def _scored(rec: Reconciliation, rows: list[tuple[int, int, int]]) -> Reconciliation:
     """`rec` with its errors over (estimated, measured, step) rows in step order."""
     scale, errors = rec.scale, []
-    stretches = [(0, rec.overhead), *sorted(rec.later)]
+    firsts = [first for first, _ in rec.later]
+    if firsts != sorted(firsts):  # not as fit makes them: as `at` reads them, row by row
+        errors = [abs(rec.at(step).tokens(e) - m) / m for e, m, step in rows]
+    # In order of their first step, the last of equal ones winning, as in `at`.
+    stretches = [] if errors else [(0, rec.overhead), *rec.later]
     for i, (first, overhead) in enumerate(stretches):
         last = stretches[i + 1][0] if i + 1 < len(stretches) else None
         errors += [

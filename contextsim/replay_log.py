@@ -47,6 +47,9 @@ class ReplayLog:
     ends: tuple[int, ...]
     compactions: tuple[int, ...]
     head: int
+    elided: bool = False
+    """Whether the skeleton had shortened messages (model.Elision): its plans are not
+    extended."""
     reused: int = field(default=0, compare=False)
     """Leading steps taken over from the log of the skeleton this one grew from."""
 
@@ -91,6 +94,7 @@ def _made(sk: Skeleton, before: ReplayLog | None) -> ReplayLog:
         sk.ends,
         sk.compactions,
         planner.head,
+        bool(sk.elisions),
         keep,
     )
 
@@ -136,7 +140,7 @@ def _reusable(sk: Skeleton, before: ReplayLog | None, head: int) -> int:
     """How many leading steps of `before` hold for `sk`: all but its last (which the
     new messages may have completed), when `sk` has the same messages and requests up
     to there and no compaction or shortened message that reaches back into them."""
-    if before is None or sk.elisions or head != before.head:
+    if before is None or sk.elisions or before.elided or head != before.head:
         return 0
     keep = len(before.ends) - 1
     if keep <= 0 or sk.ends[:keep] != before.ends[:keep]:

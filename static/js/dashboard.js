@@ -25,13 +25,41 @@
     });
   }
 
+  // A page loads the smallest plotly.js bundle its charts need. A figure that arrives
+  // later with a trace type that bundle lacks (the ledger's heatmap, swapped into the
+  // dashboard) names the bundle that has it: that one is loaded once and kept apart,
+  // window.Plotly staying the page's own, so each chart is always drawn by one copy.
+  var bundles = {};
+
+  function knows(plotly, type) {
+    if (!plotly.__traces) { plotly.__traces = plotly.PlotSchema.get().traces; }
+    return Object.prototype.hasOwnProperty.call(plotly.__traces, type);
+  }
+
+  function plotlyFor(box) {
+    var type = box.dataset.traceType, src = box.dataset.plotlySrc;
+    if (!type || !src || knows(window.Plotly, type)) { return Promise.resolve(window.Plotly); }
+    if (!bundles[src]) {
+      bundles[src] = new Promise(function (resolve, reject) {
+        var own = window.Plotly, script = document.createElement("script");
+        script.src = src;
+        script.onload = function () { var other = window.Plotly; window.Plotly = own; resolve(other); };
+        script.onerror = reject;
+        document.head.appendChild(script);
+      });
+    }
+    return bundles[src];
+  }
+
   function drawFigures(root) {
     if (!window.Plotly) { return; }
     root.querySelectorAll("[data-figure]").forEach(function (box) {
       var data = document.getElementById(box.dataset.figure);
       if (!data) { return; }
       var figure = JSON.parse(data.textContent);
-      window.Plotly.react(box, figure.data, figure.layout, { responsive: true, displaylogo: false });
+      plotlyFor(box).then(function (plotly) {
+        return plotly.react(box, figure.data, figure.layout, { responsive: true, displaylogo: false });
+      }).then(function () { box.dataset.drawn = "1"; });
     });
   }
 

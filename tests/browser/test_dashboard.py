@@ -180,3 +180,20 @@ def test_a_timed_run_draws_against_time_and_switches_in_place(page):
     assert page.locator("#chart .xtitle").text_content() == "time (UTC)"
     assert page.locator("#chart .legend").count() == 1
     assert errors == []
+
+
+def test_the_ledger_scrolled_into_the_dashboard_draws_its_heatmap_with_its_own_bundle(page, run):
+    """The dashboard loads plotly.js's basic bundle, which has no heatmap; the ledger's
+    partial brings the cartesian one in, and the composition chart keeps its own."""
+    open_dashboard(page, run)
+    page.locator("#ledger").scroll_into_view_if_needed()
+    page.locator("#ledger .ledger-chart[data-drawn='1']").wait_for(timeout=30_000)
+    assert page.locator("#ledger .ledger-chart .hm image").count() >= 1
+    scripts = page.evaluate("[...document.scripts].map(s => s.src.split('/').pop())")
+    assert "plotly-basic.min.js" in scripts and "plotly-cartesian.min.js" in scripts
+    assert not page.evaluate("'heatmap' in window.Plotly.PlotSchema.get().traces")
+    page.evaluate("document.getElementById('chart').dataset.drawn = ''")
+    page.fill("input[name=budget]", "9000")
+    page.locator("input[name=budget]").dispatch_event("change")
+    page.locator("#chart[data-drawn='1']").wait_for()
+    assert page.locator("#chart .legend").count() == 1

@@ -4,11 +4,13 @@ logged compaction gets an overhead of its own."""
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.reconcile import Reconciliation, _pair_slopes, fit, score
+from contextsim.reconcile import Reconciliation, _pair_slopes, _scored, fit, score
 
 
 def _noisy(estimated: list[int], scale: float, overhead: int, noise: list[float]) -> list[int]:
@@ -114,3 +116,16 @@ def _every_pair_tested(points):
 )
 def test_the_slopes_of_a_fit_are_those_of_every_pair_far_enough_apart(points):
     assert sorted(_pair_slopes(points)) == sorted(_every_pair_tested(points))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 12), st.integers(-500, 500)), max_size=4),
+    st.lists(st.tuples(st.integers(1, 9_000), st.integers(1, 9_000)), min_size=1, max_size=30),
+)
+def test_a_fits_errors_use_the_overhead_each_request_is_reconciled_with(later, pairs):
+    rec = Reconciliation(1.1, 40, later=tuple(later))
+    rows = [(e, m, step) for step, (e, m) in enumerate(pairs)]
+    errors = sorted(abs(rec.at(step).tokens(e) - m) / m for e, m, step in rows)
+    scored = _scored(rec, rows)
+    assert (scored.median_error, scored.worst_error) == (statistics.median(errors), errors[-1])

@@ -262,6 +262,24 @@ def test_a_worker_whose_lease_was_taken_over_stops_between_batches(alice, settin
             hold.check()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_one_lease_of_a_batch_taken_over_leaves_the_others_renewed(alice, settings):
+    settings.JOB_LEASE_SECONDS = 2  # renewed every 0.67 s
+    first, second = _job(alice), _job(alice)
+    held = jobs.claim_all(ImportJob, [first.pk, second.pk])
+    assert held == {first.pk: 1, second.pk: 1}
+    with jobs.holding_all(ImportJob, held) as hold:
+        ImportJob.objects.filter(pk=first.pk).update(attempts=2)  # taken over
+        for _ in range(50):
+            if hold.lost.is_set():
+                break
+            time.sleep(0.1)
+        renewed = ImportJob.objects.get(pk=second.pk).lease_until
+        time.sleep(1.0)  # one more renewal
+        assert hold.held == {second.pk: 1}
+        assert ImportJob.objects.get(pk=second.pk).lease_until > renewed
+
+
 def test_the_upload_page_shows_how_far_a_running_import_is(alice, alice_client, monkeypatch):
     monkeypatch.setattr(saving, "STAGE_ROWS", 1)
     monkeypatch.setattr(formats, "PIECE", 1)

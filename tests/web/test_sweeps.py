@@ -160,6 +160,24 @@ def test_a_cell_whose_lease_was_lost_mid_batch_is_not_written_but_the_others_are
     assert second.status == "done" and second.outcome["steps"] == 41
 
 
+def test_cells_whose_estimators_cannot_be_read_fail_saying_why(
+    alice_client, fleet, queued, monkeypatch
+):
+    _post(alice_client, fleet[:1], policies=["mythex"], budgets="10000 20000")
+    batch = list(SweepCell.objects.order_by("pk").values_list("pk", flat=True))
+
+    def broken(owner):
+        raise RuntimeError("the custom rates table is gone")
+
+    monkeypatch.setattr(sweeps, "estimators_for", broken)
+    sweeps.run_cells(batch)
+    found = SweepCell.objects.order_by("pk")
+    assert [(c.status, c.error) for c in found] == [
+        ("failed", "internal error: the custom rates table is gone")
+    ] * 2
+    assert Sweep.objects.get().finished is not None
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [

@@ -84,7 +84,8 @@ def claim_all(model: JobModel, pks: Sequence[int]) -> dict[int, int]:
         )
         if not taken:
             return {}
-        # The lease's end, to the microsecond, tells the rows this statement took.
+        # The lease's end, to the microsecond, tells the rows this statement took: a
+        # process claims one batch at a time (a worker process runs one task at once).
         mine = model.objects.filter(
             pk__in=pks, status=model.Status.RUNNING, worker=me, lease_until=until
         )
@@ -135,18 +136,24 @@ class Hold:
         if self.lost.is_set():
             raise LeaseLost(f"{self.model.__name__} {sorted(self.held)}: a lease was lost")
 
-    def _renewed(self) -> int:
-        """Jobs whose lease this renewal extended."""
+    def _renewed(self) -> bool:
+        """Extend the leases still held; False when some were lost (those are let go:
+        the others are still renewed)."""
         until = timezone.now() + lease()
         by_attempt: dict[int, list[int]] = {}
         for pk, attempt in self.held.items():
             by_attempt.setdefault(attempt, []).append(pk)
-        return sum(
-            self.model.objects.filter(
+        kept: dict[int, int] = {}
+        for attempt, pks in by_attempt.items():
+            mine = self.model.objects.filter(
                 pk__in=pks, attempts=attempt, status=self.model.Status.RUNNING
-            ).update(lease_until=until)
-            for attempt, pks in by_attempt.items()
-        )
+            )
+            if mine.update(lease_until=until) < len(pks):
+                pks = list(mine.values_list("pk", flat=True))
+            kept.update(dict.fromkeys(pks, attempt))
+        lost = len(kept) < len(self.held)
+        self.held = kept
+        return not lost
 
     def renew(self) -> None:
         """Renew every third of the lease; after a failed renewal (a busy database) try
@@ -157,7 +164,7 @@ class Hold:
             while not self.stop.wait(wait):
                 try:
                     _short_busy_wait()
-                    held = self._renewed() == len(self.held)
+                    held = self._renewed()
                 except Exception:
                     logger.warning(
                         "could not renew the lease of %s %s", self.model.__name__, list(self.held)
@@ -167,6 +174,7 @@ class Hold:
                     continue
                 if not held:
                     self.lost.set()
+                if not self.held:
                     return
                 wait = every
         finally:

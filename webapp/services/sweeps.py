@@ -4,7 +4,7 @@ fans them out to the workers), and compute a cell (what a worker does)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -85,9 +85,7 @@ def run_cells(cell_ids: Sequence[int]) -> None:
     found = SweepCell.objects.select_related("sweep__owner", "run").filter(pk__in=claimed)
     cells = list(found.order_by("pk"))
     with jobs.holding_all(SweepCell, claimed):
-        owners = {c.sweep.owner_id: c.sweep.owner for c in cells}
-        counters = {pk: estimators_for(owner) for pk, owner in owners.items()}
-        results = {c.pk: (claimed[c.pk], _compute(c, counters[c.sweep.owner_id])) for c in cells}
+        results = {c.pk: (claimed[c.pk], fields) for c, fields in _computed(cells)}
     with transaction.atomic():
         lost = jobs.finish_all(SweepCell, results)
     for cell_id in lost:
@@ -100,6 +98,22 @@ def run_cells(cell_ids: Sequence[int]) -> None:
 def run_cell(cell_id: int) -> None:
     """run_cells of one cell."""
     run_cells([cell_id])
+
+
+def _computed(cells: list[SweepCell]) -> Iterator[tuple[SweepCell, dict[str, Any]]]:
+    """Each cell with its final fields; a cell fails with the reason when its owner's
+    estimators cannot be read (no cell may stay "running")."""
+    counters: dict[int, dict[str, Estimator]] = {}
+    for cell in cells:
+        owner = cell.sweep.owner
+        try:
+            if owner.pk not in counters:
+                counters[owner.pk] = estimators_for(owner)
+        except Exception as exc:
+            logger.exception("sweep cell %s: the estimators could not be read", cell.pk)
+            yield cell, {"status": SweepCell.Status.FAILED, "error": f"internal error: {exc}"}
+            continue
+        yield cell, _compute(cell, counters[owner.pk])
 
 
 def _compute(cell: SweepCell, counters: dict[str, Estimator]) -> dict[str, Any]:
