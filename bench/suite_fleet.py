@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 from bench.report import Figure
-from bench.suite_dashboard import ROOT, _free_port, _say, _wait
+from bench.suite_dashboard import ROOT, _say
+from bench.suite_sweeps import serving
 
 RUNS = 1_000
 POLICIES = ("turns", "mythex")
@@ -76,20 +77,8 @@ def _embedded() -> list[Figure]:
     env.pop("CELERY_BROKER_URL", None)
     try:
         ids = _import(env)
-        port = _free_port()
-        server = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--port", str(port), "--no-demo"],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            _wait(f"http://127.0.0.1:{port}/")
+        with serving(env):
             seconds, workers = _sweep(env, ids, "embedded")
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     return [

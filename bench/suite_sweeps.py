@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from bench.report import Figure
 from bench.suite_dashboard import ROOT, _free_port, _say, _wait, start_django
@@ -77,9 +79,10 @@ def _cell_figures(long_id: str) -> list[Figure]:
     ]
 
 
-def _worker_figures(data_dir: str, fleet: list[str]) -> list[Figure]:
-    """Wall-clock time of a sweep of the fleet through `manage.py serve`'s workers."""
-    env = {**os.environ, "CONTEXTSIM_DATA_DIR": data_dir}
+@contextmanager
+def serving(env: dict[str, str]) -> Iterator[None]:
+    """`manage.py serve` (the web server and its two worker processes) under `env`,
+    running until the block ends."""
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--port", str(port), "--no-demo"],
@@ -90,6 +93,16 @@ def _worker_figures(data_dir: str, fleet: list[str]) -> list[Figure]:
     )
     try:
         _wait(f"http://127.0.0.1:{port}/")
+        yield
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _worker_figures(data_dir: str, fleet: list[str]) -> list[Figure]:
+    """Wall-clock time of a sweep of the fleet through `manage.py serve`'s workers."""
+    env = {**os.environ, "CONTEXTSIM_DATA_DIR": data_dir}
+    with serving(env):
         args = [f"--run={i}" for i in fleet] + [f"--policy={p}" for p in POLICIES]
         args += ["--budgets=" + " ".join(map(str, BUDGETS)), "--estimator=o200k"]
         started = time.perf_counter()
@@ -103,9 +116,6 @@ def _worker_figures(data_dir: str, fleet: list[str]) -> list[Figure]:
             check=True,
         )
         seconds = time.perf_counter() - started
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     result = json.loads(done.stdout)
     cells = result["cells"]
     _say(f"{cells} cells by {result['workers']} worker processes in {seconds:.1f} s")
