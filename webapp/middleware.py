@@ -17,27 +17,13 @@ from django.contrib.auth import get_user_model, login
 from django.http import HttpRequest, HttpResponse
 
 from webapp import share_grants
-
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-LOOPBACK_ADDRESSES = frozenset({"127.0.0.1", "::1"})
-PROXY_HEADERS = ("HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_HOST", "HTTP_FORWARDED", "HTTP_VIA")
-
-
-def host_name(host: str) -> str:
-    """The name of a Host header without its port ("[::1]:8000" -> "::1")."""
-    host = host.strip().lower()
-    if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+from webapp.callers import PROXY_HEADERS, plainly_local
 
 
 def is_plainly_local(request: HttpRequest) -> bool:
     meta = request.META
-    return (
-        host_name(str(meta.get("HTTP_HOST", ""))) in LOOPBACK_NAMES
-        and meta.get("REMOTE_ADDR", "") in LOOPBACK_ADDRESSES
-        and not any(meta.get(h) for h in PROXY_HEADERS)
-    )
+    headers = {h: str(meta.get("HTTP_" + h.upper().replace("-", "_"), "")) for h in PROXY_HEADERS}
+    return plainly_local(str(meta.get("HTTP_HOST", "")), str(meta.get("REMOTE_ADDR", "")), headers)
 
 
 def local_user_middleware(

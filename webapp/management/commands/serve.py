@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from webapp.middleware import LOOPBACK_NAMES, host_name
+from webapp.callers import LOOPBACK_NAMES, host_name
 from webapp.services.demo import load_demo
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
