@@ -31,6 +31,8 @@ SUITES: dict[str, str] = {
     "imports": "bench.suite_imports:run",
     "live": "bench.suite_live:run",
     "fleet": "bench.suite_fleet:run",
+    "proxy": "bench.suite_proxy:run",
+    "otlp": "bench.suite_otlp:run",
 }
 """Suite name -> "module:function" returning list[Figure]."""
 

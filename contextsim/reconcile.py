@@ -104,10 +104,12 @@ def fit(
     )
 
 
-def fit_rows(rows: Sequence[tuple[int, int, tuple[int, int]]]) -> Reconciliation | None:
+def fit_rows(
+    rows: Sequence[tuple[int, int, tuple[int, int]]], scale: float | None = None
+) -> Reconciliation | None:
     """As `fit`, from (estimated, measured, (stretch, step)) rows of requests, in step
     order (those measured as 0 are left out). The scale is kept to
-    SCALE_DIGITS decimals."""
+    SCALE_DIGITS decimals; given as `scale`, only the overheads are fitted."""
     rows = [row for row in rows if row[1] > 0]
     if not rows:
         return None
@@ -121,7 +123,8 @@ def fit_rows(rows: Sequence[tuple[int, int, tuple[int, int]]]) -> Reconciliation
         for e, m, (stretch, step) in rows:
             groups.setdefault(stretch, []).append((e, m))
             first_step.setdefault(stretch, step)
-    scale = round(_slope(list(groups.values())), SCALE_DIGITS) if _spread_out(pairs) else 1.0
+    if scale is None:
+        scale = round(_slope(list(groups.values())), SCALE_DIGITS) if _spread_out(pairs) else 1.0
     overheads = {
         k: round(statistics.median(m - scale * e for e, m in g)) for k, g in groups.items()
     }
@@ -129,6 +132,26 @@ def fit_rows(rows: Sequence[tuple[int, int, tuple[int, int]]]) -> Reconciliation
     later = tuple((first_step[k], overheads[k]) for k in sorted(overheads) if k != first)
     rec = Reconciliation(scale, overheads[first], later=later)
     return _scored(rec, [(e, m, step) for e, m, (_, step) in rows])
+
+
+def fit_exact(rows: Sequence[tuple[int, int, tuple[int, int]]]) -> Reconciliation | None:
+    """The reconciliation of requests recorded whole (a capture proxy saw every token
+    sent): nothing is unlogged, so the overhead is 0 and the scale is the median ratio
+    of measured to estimated, clamped to SCALE_RANGE. Rows as in `fit_rows`; None when
+    nothing was measured."""
+    rows = [row for row in rows if row[1] > 0 and row[0] > 0]
+    if not rows:
+        return None
+    low, high = SCALE_RANGE
+    ratio = statistics.median(m / e for e, m, _ in rows)
+    rec = Reconciliation(round(min(max(ratio, low), high), SCALE_DIGITS), 0, source="exact")
+    return _scored(rec, [(e, m, step) for e, m, (_, step) in rows])
+
+
+def tells_scale(rows: Sequence[tuple[int, int, tuple[int, int]]]) -> bool:
+    """Whether these measured requests can tell a scale from an overhead (see
+    `_spread_out`); when they cannot, `fit_rows` takes scale 1 unless given another."""
+    return _spread_out([(e, m) for e, m, _ in rows if m > 0])
 
 
 def _spread_out(pairs: list[tuple[int, int]]) -> bool:

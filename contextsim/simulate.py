@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import repeat
 from operator import add, attrgetter, gt, mul
 from typing import Any, NamedTuple, cast
@@ -22,7 +22,7 @@ from contextsim.memo import earlier, per_skeleton, remember
 from contextsim.model import Run
 from contextsim.policies import POLICIES
 from contextsim.policies.base import Context, Plan, Planner, Statics
-from contextsim.reconcile import Reconciliation, fit_rows, score
+from contextsim.reconcile import Reconciliation, fit_exact, fit_rows, score, tells_scale
 from contextsim.replay_log import replay_log, usage_costs
 from contextsim.skeleton import Skeleton, without_artifacts
 from contextsim.skeleton_builder import build
@@ -293,20 +293,31 @@ def _planned(
 
 
 def reconcile_skeleton(
-    sk: Skeleton, points: tuple[CompactionPoint, ...] = ()
+    sk: Skeleton,
+    points: tuple[CompactionPoint, ...] = (),
+    exact: bool = False,
+    reference: float | None = None,
 ) -> Reconciliation | None:
     """The run's reconciliation, fitted on what it sent (as_logged, unreconciled) at the
     requests whose usage was measured, and on its compaction requests' `points`; None
-    when nothing was measured (see contextsim.reconcile). Kept while the skeleton
-    lives; a skeleton grown from another (a live run's append) that added no measured
-    request keeps the other's fit."""
-    key = ("fit", points)
+    when nothing was measured (see contextsim.reconcile). `exact`: its requests were
+    captured whole, so nothing is unlogged (reconcile.fit_exact). `reference`: the scale
+    of a captured run of the same model, taken when this run's own requests cannot tell
+    a scale from an overhead (source "reference"). Kept while the skeleton lives; a
+    skeleton grown from another (a live run's append) that added no measured request
+    keeps the other's fit."""
+    key = ("fit", points, exact, reference)
 
     def fitted() -> tuple[list[tuple[int, int, tuple[int, int]]], Reconciliation | None]:
         rows = _measured_rows(sk, points)
         before = earlier(sk, key)
         if before is not None and before[0] == rows:
             return rows, cast(Reconciliation | None, before[1])
+        if exact:
+            return rows, fit_exact(rows)
+        if reference is not None and not tells_scale(rows):
+            found = fit_rows(rows, scale=reference)
+            return rows, None if found is None else replace(found, source="reference")
         return rows, fit_rows(rows)
 
     return per_skeleton(sk, key, fitted)[1]
@@ -340,12 +351,15 @@ def reconciliation(
     overhead: int | None = None,
     scale: float | None = None,
     points: tuple[CompactionPoint, ...] = (),
+    exact: bool = False,
+    reference: float | None = None,
 ) -> Reconciliation | None:
-    """The run's reconciliation: fitted (reconcile_skeleton), or with `overhead`
-    (tokens) and/or `scale` set by the person in place of the fitted terms, scored
-    against the measured requests (source "set"). `points` are the run's compaction
-    requests (contextsim.compaction_points), fitted and scored too."""
-    fitted = reconcile_skeleton(sk, points)
+    """The run's reconciliation: fitted (reconcile_skeleton, with `exact` and
+    `reference` as there), or with `overhead` (tokens) and/or `scale` set by the person
+    in place of the fitted terms, scored against the measured requests (source "set").
+    `points` are the run's compaction requests (contextsim.compaction_points), fitted
+    and scored too."""
+    fitted = reconcile_skeleton(sk, points, exact, reference)
     if overhead is None and scale is None:
         return fitted
     base = fitted or Reconciliation(1.0, 0)

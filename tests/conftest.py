@@ -22,3 +22,18 @@ def corpus() -> Path:
     if not root.is_dir():
         pytest.skip(f"real-log corpus not found at {root} (set CONTEXTSIM_CORPUS)")
     return root
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """On SQLite, the test database is a file, as the product's is: servers that tests
+    run in threads (uvicorn with the capture proxy) write from connections of their
+    own, which an in-memory database shared between connections refuses with "table is
+    locked". Each test session gets its own file."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].endswith("sqlite3"):
+        database.setdefault("TEST", {})["NAME"] = str(
+            tmp_path_factory.mktemp("database") / "test.sqlite3"
+        )

@@ -26,11 +26,18 @@ def is_plainly_local(request: HttpRequest) -> bool:
     return plainly_local(str(meta.get("HTTP_HOST", "")), str(meta.get("REMOTE_ADDR", "")), headers)
 
 
+MACHINE_PATHS = ("/api/", "/v1/", "/otlp/", "/proxy/")
+"""Doors for programs (the API, the OTLP receiver, the capture proxy): they ask who
+calls through webapp.callers, and a program keeps no cookies, so a login session made
+for each of its calls would only pile up session rows."""
+
+
 def local_user_middleware(
     get_response: Callable[[HttpRequest], HttpResponse],
 ) -> Callable[[HttpRequest], HttpResponse]:
     def middleware(request: HttpRequest) -> HttpResponse:
         wanted = settings.LOCAL_USER and (settings.LOCAL_USER_EXPLICIT or is_plainly_local(request))
+        wanted = wanted and not request.path.startswith(MACHINE_PATHS)
         if wanted and not request.user.is_authenticated:
             user, _ = get_user_model().objects.get_or_create(username=settings.LOCAL_USER)
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")

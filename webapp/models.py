@@ -376,3 +376,71 @@ class ApiToken(models.Model):
 
     class Meta:
         ordering = ["-created", "-id"]
+
+
+class CapturedCall(models.Model):
+    """One model call seen by the capture proxy: what the messages of its run do not
+    hold. The request's messages, the response and its usage are the run's messages
+    (request `step`); kept here are the call's parameters (the body less its messages,
+    system prompt, instructions, tools and input), the upstream's status and error,
+    and its timing. Headers are never kept: they carry the provider's keys."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, null=True, blank=True, related_name="captured_calls"
+    )
+    step = models.PositiveIntegerField(null=True, blank=True)
+    session = models.CharField(max_length=200, blank=True, db_index=True)
+    provider = models.CharField(max_length=20)
+    endpoint = models.CharField(max_length=40)
+    model = models.CharField(max_length=120, blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    streamed = models.BooleanField(default=False)
+    status = models.PositiveSmallIntegerField(default=0)
+    """The upstream's HTTP status; 0 when it gave no answer (timeout, reset)."""
+    error = models.TextField(blank=True)
+    response_id = models.CharField(max_length=200, blank=True, db_index=True)
+    started = models.DateTimeField()
+    first_byte_ms = models.FloatField(null=True, blank=True)
+    total_ms = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["started", "id"]
+
+
+class SpanGroup(models.Model):
+    """The model call spans of one conversation (its ``gen_ai.conversation.id`` or
+    ``session.id``, else its trace id) received over OTLP for an owner, and the live run
+    kept in step with them. Locked while a batch of its spans is stored, so concurrent
+    batches of one conversation are applied one after the other."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    key = models.CharField(max_length=300)
+    run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "key"], name="span_group_per_owner")
+        ]
+
+
+class ReceivedSpan(models.Model):
+    """One model call span received over OTLP, as OTLP JSON (ids in hex): its group's
+    run is rebuilt from these. Stored once per owner: an exporter's retry adds nothing."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    group = models.ForeignKey(SpanGroup, on_delete=models.CASCADE, related_name="spans")
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    start = models.BigIntegerField()
+    """When the call started, in nanoseconds since the epoch."""
+    span = models.JSONField()
+    received = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "trace_id", "span_id"], name="span_once_per_owner"
+            )
+        ]
+        indexes = [models.Index(fields=["group", "start"], name="span_group_start")]

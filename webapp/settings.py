@@ -216,6 +216,12 @@ if S3_BUCKET:
         },
     }
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+# The capture proxy's upstreams (webapp.proxy), and how long it waits between two
+# pieces of an answer (a model thinking before it writes) before giving up.
+UPSTREAM_ANTHROPIC = os.environ.get("CONTEXTSIM_UPSTREAM_ANTHROPIC", "https://api.anthropic.com")
+UPSTREAM_OPENAI = os.environ.get("CONTEXTSIM_UPSTREAM_OPENAI", "https://api.openai.com")
+UPSTREAM_READ_TIMEOUT = float(os.environ.get("CONTEXTSIM_UPSTREAM_READ_TIMEOUT", 600))
+
 MAX_UPLOAD_BYTES = int(os.environ.get("CONTEXTSIM_MAX_UPLOAD_BYTES", 512 * 1024 * 1024))
 MAX_SWEEP_CELLS = int(os.environ.get("CONTEXTSIM_MAX_SWEEP_CELLS", 2_000))
 """Runs x configurations in one sweep."""

@@ -10,6 +10,7 @@ from webapp.views import (
     dashboard,
     estimators,
     limits,
+    otlp,
     runs,
     sharing,
     sweeps,
@@ -54,9 +55,12 @@ urlpatterns = [
     path("sweeps/<str:public_id>/", sweeps.sweep_detail, name="sweep"),
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/<int:pk>/revoke/", tokens.revoke_token, name="revoke-token"),
-    path("api/runs/", api.create_runs, name="api-runs"),
+    path("api/runs/", api.runs, name="api-runs"),
     path("api/runs/<str:public_id>/", api.run_figures, name="api-run"),
     path("api/runs/<str:public_id>/messages/", api.append, name="api-append"),
+    # The OTLP/HTTP trace receiver, at the exporters' default path and under /otlp/.
+    path("v1/traces", otlp.traces, name="otlp-traces"),
+    path("otlp/v1/traces", otlp.traces, name="otlp-traces-prefixed"),
     path(
         "login/",
         ratelimit(key="post:username", rate=limits.sign_in_rate, method="POST", block=True)(

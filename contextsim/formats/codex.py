@@ -213,7 +213,7 @@ class _Builder:
         if kind not in ITEM_TYPES or (kind == "message" and not isinstance(role, str)):
             self.skipped[f"response item {kind!r}"] += 1
             return
-        parts = _parts(self.path, where, item)
+        parts = item_parts(self.path, where, item)
         if kind in ("reasoning", *CALL_ITEMS) or role == "assistant":
             if not self.call:
                 self.call_source, self.call_time = where, self.now
@@ -415,7 +415,7 @@ def _usage(path: str, where: str, data: dict[str, Any]) -> Usage:
     return Usage(total - cached, cache_read=cached, output_tokens=count("output_tokens"))
 
 
-def _parts(path: str, where: str, item: dict[str, Any]) -> tuple[Part, ...]:
+def item_parts(path: str, where: str, item: dict[str, Any]) -> tuple[Part, ...]:
     """The parts of one response item (message, reasoning, tool call or output)."""
     kind = item.get("type")
     if kind == "message":
@@ -469,5 +469,5 @@ def _history_parts(path: str, where: str, history: list[Any]) -> tuple[Part, ...
     for i, item in enumerate(history):
         expect(path, where, item, dict, f"replacement_history[{i}] object")
         if item.get("type") in ITEM_TYPES:
-            parts.extend(_parts(path, where, item))
+            parts.extend(item_parts(path, where, item))
     return tuple(parts)

@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.reconcile import Reconciliation, _pair_slopes, _scored, fit, score
+from contextsim.reconcile import (
+    Reconciliation,
+    _pair_slopes,
+    _scored,
+    fit,
+    fit_exact,
+    fit_rows,
+    score,
+    tells_scale,
+)
 
 
 def _noisy(estimated: list[int], scale: float, overhead: int, noise: list[float]) -> list[int]:
@@ -129,3 +138,27 @@ def test_a_fits_errors_use_the_overhead_each_request_is_reconciled_with(later, p
     errors = sorted(abs(rec.at(step).tokens(e) - m) / m for e, m, step in rows)
     scored = _scored(rec, rows)
     assert (scored.median_error, scored.worst_error) == (statistics.median(errors), errors[-1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(estimated=runs, scale=st.floats(0.8, 1.6), data=st.data())
+def test_requests_captured_whole_fit_a_scale_and_no_overhead(estimated, scale, data):
+    noise = data.draw(
+        st.lists(st.floats(-0.01, 0.01), min_size=len(estimated), max_size=len(estimated))
+    )
+    measured = _noisy(estimated, scale, 0, noise)
+    found = fit_exact(
+        [(e, m, (0, i)) for i, (e, m) in enumerate(zip(estimated, measured, strict=True))]
+    )
+    assert found is not None and found.overhead == 0 and found.source == "exact"
+    assert abs(found.scale - scale) <= 0.011 * scale
+    assert found.median_error is not None and found.median_error <= 0.011
+
+
+def test_a_given_scale_fits_only_the_overheads():
+    rows = [(1_000, 1_500 + 20_000, (0, 0)), (1_100, 1_650 + 20_000, (0, 1))]
+    assert not tells_scale(rows)  # two requests cannot tell a scale from an overhead
+    found = fit_rows(rows, scale=1.5)
+    assert found is not None and found.scale == 1.5 and found.overhead == 20_000
+    assert found.median_error == 0
+    assert fit_rows(rows) is not None and fit_rows(rows).scale == 1.0  # type: ignore[union-attr]

@@ -3,9 +3,10 @@ found, the chart's figure and what the step inspector shows of one step."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from contextsim.capture import FORMAT as CAPTURED
 from contextsim.compaction_points import CompactionPoint, compaction_points
 from contextsim.costs import PRESETS, Prices
 from contextsim.estimators import ESTIMATORS, STAND_INS, Estimator
@@ -79,7 +80,18 @@ def analyse(
         rec = _borrowed(lender, state, counter, sk, prices)
     elif state.reconcile:
         points = _compaction_points(run, sk, used, counter)
-        rec = reconciliation(sk, overhead=state.overhead, scale=state.scale, points=points)
+        exact = run.format == CAPTURED
+        reference = None if exact else _reference(run, counter, sk)
+        rec = reconciliation(
+            sk,
+            overhead=state.overhead,
+            scale=state.scale,
+            points=points,
+            exact=exact,
+            reference=None if reference is None else reference[0],
+        )
+        if rec is not None and rec.source == "reference" and reference is not None:
+            rec = replace(rec, source=f"scale of the captured run {reference[1][:80]!r}")
     limits = {
         "budget": state.budget,
         "hard_limit": state.hard_limit,
@@ -115,6 +127,25 @@ def _compaction_points(
         owner_id=run.owner_id, compaction_request=True, parent_session_id=run.session_id
     ).order_by("id")
     return compaction_points(sk, [skeleton_of(r, estimator, counter) for r in requests])
+
+
+def _reference(run: Run, counter: Estimator, sk: Skeleton) -> tuple[float, str] | None:
+    """The scale of the owner's newest captured run of the same model with measured
+    usage (its requests are exact: its scale is the provider tokenizer's ratio alone),
+    and its title; None when there is none."""
+    if not run.model or run.owner_id is None:
+        return None
+    captured = (
+        Run.objects.filter(
+            owner_id=run.owner_id, format=CAPTURED, model=run.model, requests_with_usage__gte=1
+        )
+        .order_by("-last_append", "-id")
+        .first()
+    )
+    if captured is None:
+        return None
+    theirs = reconciliation(skeleton_of(captured, sk.estimator, counter), exact=True)
+    return None if theirs is None else (theirs.scale, captured.title)
 
 
 def _borrowed(

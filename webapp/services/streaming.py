@@ -5,6 +5,7 @@ with a log file that is still growing."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -177,19 +178,32 @@ def sync_file(
     for position, run in enumerate(parsed.runs):
         key = f"{path.resolve()}#{run.session_id or position}"
         stored = known.get(key) or Run.objects.filter(owner=owner, stream_key=key).first()
-        if stored is None:
-            stored = known[key] = create_live_run(owner, run, key)
-            join_sessions(owner, [stored])
-            changed.append((stored, len(run.messages)))
-            continue
+        stored, count = sync_run(owner, key, run, stored)
         known[key] = stored
-        _update_header(stored, run)
-        start = _first_difference(stored, run)
-        if start < len(run.messages) or start < stored.message_count:
-            tail = run.messages[start:]
-            append_messages(stored, tail, start, _rows(tail))
-            changed.append((stored, len(run.messages) - start))
+        if count is not None:
+            changed.append((stored, count))
     return changed
+
+
+def sync_run(
+    owner: AbstractBaseUser, key: str, run: core.Run, stored: Run | None
+) -> tuple[Run, int | None]:
+    """Bring `stored`, the live run that follows `key`, in step with `run` as its source
+    now says: created (private, owned by `owner`, joined to its session) when None;
+    else its title, model and compactions updated and its messages replaced from the
+    first that differs. Returns the stored run and how many messages were added or
+    replaced (None when nothing changed)."""
+    if stored is None:
+        stored = create_live_run(owner, run, key)
+        join_sessions(owner, [stored])
+        return stored, len(run.messages)
+    _update_header(stored, run)
+    start = _first_difference(stored, run)
+    if start < len(run.messages) or start < stored.message_count:
+        tail = run.messages[start:]
+        append_messages(stored, tail, start, _rows(tail))
+        return stored, len(run.messages) - start
+    return stored, None
 
 
 def _update_header(stored: Run, run: core.Run) -> None:
@@ -218,11 +232,32 @@ def _update_header(stored: Run, run: core.Run) -> None:
 
 
 def _first_difference(stored: Run, run: core.Run) -> int:
-    """The first position where the stored messages and the file's differ."""
-    hashes = list(
-        Message.objects.filter(run=stored).order_by("index").values_list("content_hash", flat=True)
+    """The first position where the stored messages and `run`'s differ: in role and
+    parts, measured usage or time (a call's usage can arrive after its message, as when
+    a later span that repeats the message is received first)."""
+    stored_keys = (
+        Message.objects.filter(run=stored)
+        .order_by("index")
+        .values_list("content_hash", *USAGE_FIELDS, "timestamp")
     )
-    for i, (old, new) in enumerate(zip(hashes, run.messages, strict=False)):
-        if old != content_key(new):
+    count = 0
+    for i, (old, new) in enumerate(zip(stored_keys, run.messages, strict=False)):
+        if old != _key(new):
             return i
-    return min(len(hashes), len(run.messages))
+        count = i + 1
+    return count
+
+
+USAGE_FIELDS = ("usage_input", "usage_cache_read", "usage_cache_write", "usage_output")
+
+
+def _key(message: core.Message) -> tuple[object, ...]:
+    """What _first_difference compares of a message, as its row stores it."""
+    usage = message.usage
+    counts = (
+        (usage.input_tokens, usage.cache_read, usage.cache_write, usage.output_tokens)
+        if usage
+        else (None,) * 4
+    )
+    time = None if message.time is None else datetime.fromtimestamp(message.time, tz=UTC)
+    return (content_key(message), *counts, time)

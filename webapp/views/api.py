@@ -1,7 +1,8 @@
 """The HTTP API for live streaming, authenticated by an API token
-(`Authorization: Bearer <key>`): create runs from a log body, append messages to a run
-as an agent produces them, read a run's figures. JSON in and out; errors are
-`{"error": "..."}` naming what was wrong and where."""
+(`Authorization: Bearer <key>`; none needed in single-user local mode, as for the
+pages): list the runs the caller may see, create runs from a log body, append messages
+to a run as an agent produces them, read a run's figures and requests. JSON in and out;
+errors are `{"error": "..."}` naming what was wrong and where."""
 
 from __future__ import annotations
 
@@ -16,14 +17,18 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_ratelimit.core import is_ratelimited
 
 from contextsim.formats import FormatError, parse_stream
 from contextsim.formats.native import parse_message
+from webapp import viewstate
+from webapp.callers import caller
 from webapp.models import Run
+from webapp.selectors import api as reads
+from webapp.selectors.estimators import estimators_for
+from webapp.selectors.runs import visible_runs
 from webapp.services import streaming
-from webapp.services.api_tokens import owner_of
 
 BODY = "request body"
 logger = logging.getLogger(__name__)
@@ -36,13 +41,20 @@ class ApiError(Exception):
 
 
 def _owner(request: HttpRequest) -> AbstractBaseUser:
-    """The key's owner. After RATE_BAD_API_KEYS bad keys from one address in a minute,
-    every key from it is refused (429) until the minute is over: guessing is slow."""
+    """The caller (webapp.callers.caller): the owner of the Bearer key, or, with no
+    `Authorization` header, the local user in local mode. A header that is not a valid
+    key is refused (401) even in local mode. After RATE_BAD_API_KEYS bad or missing keys
+    from one address in a minute, every key from it is refused (429) until the minute
+    is over: guessing is slow."""
     rate = settings.RATE_BAD_API_KEYS
     if is_ratelimited(request, group="api-bad-key", key="ip", rate=rate, increment=False):
         raise ApiError("too many bad API keys from your address: wait a minute", 429)
-    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
-    owner = owner_of(key.strip()) if scheme.lower() == "bearer" and key.strip() else None
+    given = request.headers.get("Authorization")
+    scheme, _, key = (given or "").partition(" ")
+    key = key.strip() if scheme.lower() == "bearer" else ""
+    meta = request.META
+    host, address = str(meta.get("HTTP_HOST", "")), str(meta.get("REMOTE_ADDR", ""))
+    owner = caller(key, host, address, request.headers) if key or given is None else None
     if owner is None:
         if is_ratelimited(request, group="api-bad-key", key="ip", rate=rate, increment=True):
             raise ApiError("too many bad API keys from your address: wait a minute", 429)
@@ -67,12 +79,19 @@ def _json(request: HttpRequest) -> Any:
 
 
 def _figures(request: HttpRequest, run: Run) -> dict[str, Any]:
+    """A run as every answer gives it. `live`: a run made to grow (by the API, tail_run
+    or a capture: Run.last_append is set), however long ago it last changed; `created`
+    in ISO 8601."""
     return {
         "id": run.public_id,
         "title": run.title,
+        "format": run.format,
+        "model": run.model,
         "messages": run.message_count,
         "requests": run.request_count,
         "revision": run.revision,
+        "live": run.last_append is not None,
+        "created": run.created.isoformat(),
         "url": request.build_absolute_uri(reverse("run", args=[run.public_id])),
     }
 
@@ -98,6 +117,50 @@ def _answer(request: HttpRequest, work: Any) -> JsonResponse:
         logger.exception("API request %s failed", request.path)
         return JsonResponse({"error": "internal error (see the server log)"}, status=500)
     return JsonResponse(body, status=status)
+
+
+@csrf_exempt
+@require_http_methods(["GET", "POST"])
+def runs(request: HttpRequest) -> HttpResponse:
+    """`/api/runs/`: GET lists runs (list_runs), POST creates them (create_runs).
+
+    Django routes by path alone, so one path's two methods meet here and part at once;
+    each view keeps its own method decorator and contract, as if it had its own path."""
+    return list_runs(request) if request.method == "GET" else create_runs(request)
+
+
+LIMIT, MAX_LIMIT = 100, 1000
+"""Runs per listed page by default, and at most (`?limit=`)."""
+
+
+@require_GET
+def list_runs(request: HttpRequest) -> HttpResponse:
+    """The runs the caller may see (their own and the public ones, as the runs page
+    lists them), newest first: `{"runs": [figures...], "next": URL of the next page or
+    null}`. `?limit=` runs per page (default LIMIT, at most MAX_LIMIT), `?before=<id>`
+    the runs older than that one (what `next` says), `?format=` only that format."""
+
+    def work() -> tuple[int, dict[str, Any]]:
+        owner = _owner(request)
+        limit = _limit(request.GET.get("limit", ""))
+        format = request.GET.get("format", "").strip()
+        page = reads.runs_page(owner, limit, format, request.GET.get("before", "").strip())
+        following = None
+        if page.more:
+            query = request.GET.copy()
+            query["before"] = page.runs[-1].public_id
+            following = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+        return 200, {"runs": [_figures(request, r) for r in page.runs], "next": following}
+
+    return _answer(request, work)
+
+
+def _limit(raw: str) -> int:
+    if raw == "":
+        return LIMIT
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise ApiError(f"limit: expected a whole number from 1 to {MAX_LIMIT}, got {raw!r}")
+    return int(raw)
 
 
 @csrf_exempt
@@ -158,4 +221,45 @@ def _whole(data: dict[str, Any], key: str) -> int | None:
 
 @require_GET
 def run_figures(request: HttpRequest, public_id: str) -> HttpResponse:
-    return _answer(request, lambda: (200, _figures(request, _run_of(_owner(request), public_id))))
+    """A run the caller may see (their own or a public one): its figures, `estimator`
+    (the one that counted: `?estimator=`, default the dashboard's; while a slow
+    tokenizer's counts are still being made, its calibrated stand-in) and `steps`, per
+    request: `step`, `history` (messages sent), the measured usage `input`,
+    `cache_read`, `cache_write`, `output` (all null when the log has none) and the
+    estimated tokens sent as `system` prompt, `tools` definitions and other `messages`."""
+
+    def work() -> tuple[int, dict[str, Any]]:
+        owner = _owner(request)
+        run = visible_runs(owner).filter(public_id=public_id).first()
+        if run is None:
+            raise ApiError(f"no run {public_id} that you can see", 404)
+        choices = estimators_for(owner)
+        asked = request.GET.get("estimator", "").strip()
+        asked = asked or viewstate.defaults_for(run.model, run.context_window)["estimator"]
+        if asked not in choices:
+            raise ApiError(f"estimator: unknown {asked!r}; expected one of {', '.join(choices)}")
+        used = reads.counted_by(run, asked)
+        steps = reads.request_figures(run, used, choices[used])
+        return 200, {**_figures(request, run), "estimator": used, "steps": _steps(steps)}
+
+    return _answer(request, work)
+
+
+def _steps(steps: list[reads.RequestFigures]) -> list[dict[str, Any]]:
+    out = []
+    for s in steps:
+        u = s.usage
+        out.append(
+            {
+                "step": s.step,
+                "history": s.history,
+                "input": u.input_tokens if u else None,
+                "cache_read": u.cache_read if u else None,
+                "cache_write": u.cache_write if u else None,
+                "output": u.output_tokens if u else None,
+                "system": s.system,
+                "tools": s.tools,
+                "messages": s.messages,
+            }
+        )
+    return out

@@ -2,7 +2,9 @@
 
 Applies migrations, collects static files, loads the demo runs (once), starts a Celery
 worker on the configured broker (a file-system broker by default: no server needed),
-and serves the dashboard with waitress, a production-grade WSGI server.
+and serves the dashboard and the capture proxy with uvicorn, an ASGI server: a proxied
+model call may stream for minutes, and on the event loop it holds no thread the
+dashboard needs (webapp.asgi).
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-worker", action="store_true", help="do not start a worker")
         parser.add_argument("--no-demo", action="store_true", help="do not load the demo runs")
-        parser.add_argument("--threads", type=int, default=8)
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
@@ -60,21 +61,22 @@ class Command(BaseCommand):
         # Stopped by SIGTERM (kill, a service manager), leave the way Ctrl-C does, so
         # the worker is stopped too rather than left running on its own.
         signal.signal(signal.SIGTERM, _exit)
-        from waitress import create_server
+        import uvicorn
 
-        from webapp.wsgi import application
-
-        server = create_server(
-            application,
-            host=options["host"],
-            port=options["port"],
-            threads=options["threads"],
-            ident="contextsim",
+        server = uvicorn.Server(
+            uvicorn.Config(
+                "webapp.asgi:application",
+                host=options["host"],
+                port=options["port"],
+                lifespan="off",
+                log_level="warning",
+                server_header=False,
+                timeout_graceful_shutdown=5,
+            )
         )
         try:
             server.run()
         finally:
-            server.close()  # free the port at once, not after the worker has stopped
             if worker is not None:
                 worker.stop()
 

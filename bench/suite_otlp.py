@@ -1,0 +1,171 @@
+"""Suite `otlp`: the OTLP/HTTP trace receiver's throughput into live runs, on SQLite.
+
+Two workloads of 2,000 spans (WORKLOADS): conversations that run at once, several calls
+each (GenAI chat spans of the current conventions, each with its whole history, as
+instrumentations record it:
+a user turn, then tool call and result rounds, ~300 characters a message). The spans
+are sent in start order, BATCH to a request (the SDK's BatchSpanProcessor exports at
+most 512), as protobuf, to ``POST /v1/traces`` through Django (the test client, an API
+key): every batch stores its spans and brings each conversation's live run in step.
+The same spans, as one OTLP JSON file, through the file importer (parse and save, every
+estimator counted, as the live path counts them) are the reference.
+Figures: spans per second sustained (issue 13: >= 2,000), and the receiver's time as a
+ratio to the importer's.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import shutil
+import tempfile
+import time
+from typing import Any
+
+from bench.report import Figure
+from bench.suite_dashboard import _say, start_django
+
+WORKLOADS = {"agents": (40, 50), "short chats": (400, 5)}
+"""Name -> (conversations, calls each): 2,000 spans each."""
+BATCH = 500
+BASE = 1_760_000_000_000_000_000
+TEXT = "read the chapter, count the tokens, then call the next tool and write it down " * 4
+
+
+def _message(role: str, i: int, call: bool = False) -> dict[str, Any]:
+    if call:
+        part = {"type": "tool_call", "id": f"c{i}", "name": "read", "arguments": {"n": i}}
+        return {"role": role, "parts": [part]}
+    if role == "tool":
+        part = {"type": "tool_call_response", "id": f"c{i}", "response": f"{i}: {TEXT}"}
+        return {"role": role, "parts": [part]}
+    return {"role": role, "parts": [{"type": "text", "content": f"{i}: {TEXT}"}]}
+
+
+def _attribute(key: str, value: Any) -> dict[str, Any]:
+    kind = {"intValue": str(value)} if isinstance(value, int) else {"stringValue": value}
+    return {"key": key, "value": kind}
+
+
+def _spans(conversations: int, calls: int) -> list[dict[str, Any]]:
+    """Every call span of every conversation, in start order, ids in hex."""
+    spans = []
+    for c in range(conversations):
+        history = [_message("user", 0)]
+        for n in range(calls):
+            last = n == calls - 1
+            reply = _message("assistant", n) if last else _message("assistant", n, call=True)
+            start = BASE + (n * conversations + c) * 1_000_000
+            attributes = {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.input.messages": json.dumps(history),
+                "gen_ai.output.messages": json.dumps([reply]),
+                "gen_ai.usage.input_tokens": 200 + 150 * n,
+                "gen_ai.usage.output_tokens": 20,
+            }
+            spans.append(
+                {
+                    "traceId": f"{c + 1:032x}",
+                    "spanId": f"{c * calls + n + 1:016x}",
+                    "name": "chat gpt-4o",
+                    "startTimeUnixNano": str(start),
+                    "endTimeUnixNano": str(start + 900_000),
+                    "attributes": [_attribute(k, v) for k, v in attributes.items()],
+                }
+            )
+            history += [reply, _message("tool", n)]
+    return sorted(spans, key=lambda s: int(s["startTimeUnixNano"]))
+
+
+def _export(spans: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+
+
+def _protobuf(spans: list[dict[str, Any]]) -> bytes:
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+    def b64(hex_id: str) -> str:
+        return base64.b64encode(bytes.fromhex(hex_id)).decode()
+
+    wire = [{**s, "traceId": b64(s["traceId"]), "spanId": b64(s["spanId"])} for s in spans]
+    request = json_format.ParseDict(_export(wire), trace_service_pb2.ExportTraceServiceRequest())
+    body: bytes = request.SerializeToString()
+    return body
+
+
+def _receive(name: str, spans: list[dict[str, Any]], conversations: int, calls: int) -> float:
+    """Seconds to send every batch to the receiver (bodies encoded beforehand)."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from webapp.models import ReceivedSpan, Run
+    from webapp.services.api_tokens import create_token
+
+    owner, _ = get_user_model().objects.get_or_create(username=f"bench-otlp {name}")
+    key = create_token(owner, "bench")[1]
+    bodies = [_protobuf(spans[i : i + BATCH]) for i in range(0, len(spans), BATCH)]
+    client = Client(SERVER_NAME="localhost")
+    started = time.perf_counter()
+    for body in bodies:
+        response = client.post(
+            "/v1/traces",
+            body,
+            content_type="application/x-protobuf",
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        assert response.status_code == 200, response.content
+        assert response.content == b"", response.content  # nothing rejected
+    seconds = time.perf_counter() - started
+    assert ReceivedSpan.objects.filter(owner=owner).count() == len(spans)
+    runs = Run.objects.filter(owner=owner, format="otel")
+    assert runs.count() == conversations
+    assert {r.message_count for r in runs} == {2 * calls}  # user, (call, result) rounds, answer
+    return seconds
+
+
+def _import(name: str, spans: list[dict[str, Any]], conversations: int) -> float:
+    """Seconds to parse and save the same spans as one OTLP JSON file."""
+    from django.contrib.auth import get_user_model
+
+    from contextsim.formats import parse_stream
+    from webapp.models import Visibility
+    from webapp.services.saving import save_parsed
+
+    owner, _ = get_user_model().objects.get_or_create(username=f"bench-file {name}")
+    raw = json.dumps(_export(spans)).encode()
+    started = time.perf_counter()
+    parsed = parse_stream("traces.json", io.BytesIO(raw))
+    saved = save_parsed(parsed, owner=owner, visibility=Visibility.PRIVATE)
+    seconds = time.perf_counter() - started
+    assert len(list(saved)) == conversations
+    return seconds
+
+
+def run() -> list[Figure]:
+    data_dir = tempfile.mkdtemp(prefix="contextsim-bench-otlp-")
+    figures = []
+    try:
+        start_django(data_dir)
+        for name, (conversations, calls) in WORKLOADS.items():
+            spans = _spans(conversations, calls)
+            received = _receive(name, spans, conversations, calls)
+            imported = _import(name, spans, conversations)
+            _say(f"{name}: receiver {received:.2f} s, file importer {imported:.2f} s")
+            label = f"{name} ({conversations} x {calls} calls)"
+            figures += [
+                Figure(
+                    f"{label}: spans received per second",
+                    len(spans) / received,
+                    "/s",
+                    (">=", 2_000),
+                ),
+                Figure(f"{label}: receiver, batches of {BATCH}", received, "s"),
+                Figure(f"{label}: file importer, the same spans", imported, "s"),
+                Figure(f"{label}: receiver / file importer", received / imported, "x"),
+            ]
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return figures

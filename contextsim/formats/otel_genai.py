@@ -1,0 +1,115 @@
+"""The message attributes of the GenAI semantic conventions and of OpenLLMetry, read
+into messages (see contextsim.formats.otel for the sources).
+
+- Current conventions (open-telemetry/semantic-conventions v1.37.0 on:
+  docs/gen-ai/gen-ai-spans.md, gen-ai-input-messages.json, -output-messages.json):
+  ``gen_ai.system_instructions`` (parts), ``gen_ai.input.messages``,
+  ``gen_ai.output.messages``, as JSON text or structured. Parts: text, reasoning,
+  tool_call, tool_call_response (``response``; ``result`` in drafts),
+  server_tool_call(_response), blob/file/uri; other types kept as JSON text.
+- OpenLLMetry (traceloop/openllmetry, OpenAI instrumentation shared/chat_wrappers.py):
+  ``gen_ai.prompt.{i}.role|content|tool_call_id|tool_calls.{j}.id|name|arguments``,
+  ``gen_ai.completion.{i}...``: a Chat Completions message flattened (lists as JSON).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from contextsim.formats.base import FormatError, arguments_text, expect, text_of
+from contextsim.formats.openai import OpenAIImporter
+from contextsim.formats.otel_values import Attrs, decoded, indexed
+from contextsim.model import ROLES as MODEL_ROLES
+from contextsim.model import (
+    ImagePart,
+    Message,
+    Part,
+    Role,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+ROLES: dict[str, Role] = dict(zip(MODEL_ROLES, MODEL_ROLES, strict=True))
+ROLES_EXPECTED = "system, user, assistant or tool"
+OPENAI_PARTS = frozenset({"text", "image_url", "input_audio", "file", "refusal"})
+OPENAI = OpenAIImporter()
+
+
+def messages(attrs: Attrs, key: str) -> tuple[Message, ...] | None:
+    """A current-convention attribute's messages (instructions: one); None if absent."""
+    if attrs.values.get(key) is None:
+        return None
+    at, value = attrs.at(key), decoded(attrs.values[key])
+    if key.endswith("instructions"):
+        parts = [{"type": "text", "content": value}] if isinstance(value, str) else value
+        return (Message("system", _parts(attrs.path, at, parts), source=at),)
+    items = expect(attrs.path, at, value, list, "a JSON list of messages")
+    output = key.endswith("output.messages")
+    return tuple(_message(attrs.path, f"{at}[{i}]", m, output) for i, m in enumerate(items))
+
+
+def _message(path: str, where: str, data: Any, output: bool) -> Message:
+    """A ``{"role", "parts"}`` message; an output message is the assistant's."""
+    expect(path, where, data, dict, "a message object with 'role' and 'parts'")
+    role = "assistant" if output else data.get("role")
+    if role not in ROLES:
+        found = "nothing" if role is None else repr(role)
+        raise FormatError(path, f"{where}.role", f"expected {ROLES_EXPECTED}, found {found}")
+    return Message(ROLES[role], _parts(path, f"{where}.parts", data.get("parts")), source=where)
+
+
+def _parts(path: str, where: str, value: Any) -> tuple[Part, ...]:
+    items = expect(path, where, value, list, "a list of parts")
+    return tuple(_part(path, f"{where}[{i}]", p) for i, p in enumerate(items))
+
+
+def _part(path: str, where: str, data: Any) -> Part:
+    """One part (see the module docstring)."""
+    expect(path, where, data, dict, "a message part object")
+    kind = data.get("type")
+    if kind in ("text", "reasoning"):
+        text = expect(path, f"{where}.content", data.get("content"), str, "a string")
+        return ThinkingPart(text) if kind == "reasoning" else TextPart(text)
+    call_id = data.get("id")
+    if call_id is not None:  # the conventions allow a null id: it pairs with nothing
+        expect(path, f"{where}.id", call_id, str, "a string or null")
+    if kind in ("tool_call", "server_tool_call"):
+        name = expect(path, f"{where}.name", data.get("name"), str, "the tool's name string")
+        arguments = arguments_text(data.get("arguments" if kind == "tool_call" else kind))
+        return ToolCallPart(call_id or "", name, arguments, kind != "tool_call")
+    if kind in ("tool_call_response", "server_tool_call_response"):
+        body = data.get(kind) if kind[0] == "s" else data.get("response", data.get("result"))
+        return ToolResultPart(call_id or "", text_of(body))
+    if kind in ("blob", "file", "uri", "file_data"):  # media
+        media = data.get("mime_type") or data.get("modality")
+        return ImagePart(media if isinstance(media, str) else "")
+    return TextPart(json.dumps(data, ensure_ascii=False))
+
+
+def indexed_messages(attrs: Attrs, prefix: str) -> list[Message]:
+    """OpenLLMetry's ``{prefix}.{i}.{field}`` attributes as messages, i = 0, 1, ..."""
+    output = prefix.endswith("completion")
+    return [
+        _flat(attrs, f"{prefix}.{i}", fields, output)
+        for i, fields in enumerate(indexed(attrs.values, prefix))
+    ]
+
+
+def _flat(attrs: Attrs, prefix: str, fields: dict[str, Any], output: bool) -> Message:
+    """One indexed message, read as the Chat Completions message it flattens. A content
+    list is stored as JSON text: read when its parts are OpenAI's, else kept as text."""
+    content = fields.get("content", fields.get("refusal"))
+    parts = decoded(content) if isinstance(content, str) and content[:2] == "[{" else None
+    if isinstance(parts, list) and all(isinstance(p, dict) for p in parts):
+        content = parts if {p.get("type") for p in parts} <= OPENAI_PARTS else content
+    calls = [
+        {"id": call.get("id"), "function": {k: call.get(k) for k in ("name", "arguments")}}
+        for call in indexed(fields, "tool_calls")
+        if "name" in call
+    ]
+    body = {"role": fields.get("role", "assistant" if output else None), "content": content}
+    body |= {"tool_calls": calls or None, "tool_call_id": fields.get("tool_call_id")}
+    return OPENAI.message(attrs.path, attrs.at(prefix), body)

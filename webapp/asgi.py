@@ -1,0 +1,32 @@
+"""The ASGI entry point (`manage.py serve` runs it with uvicorn): the capture proxy
+(`/proxy/...`, webapp.proxy) on the event loop, everything else through Django."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+from django.core.asgi import get_asgi_application
+
+# WhiteNoise serves static files with a synchronous iterator, which Django's ASGI
+# handler reads whole in a thread: fine for our few, small, compressed files.
+warnings.filterwarnings("ignore", message="StreamingHttpResponse must consume synchronous")
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+django_app = get_asgi_application()
+
+from webapp import proxy  # noqa: E402  (needs Django set up first)
+
+
+async def application(scope, receive, send):  # type: ignore[no-untyped-def]
+    if scope["type"] == "lifespan":
+        # Nothing to start or stop: the proxy's client pool is made on first use.
+        await receive()  # lifespan.startup
+        await send({"type": "lifespan.startup.complete"})
+        await receive()  # lifespan.shutdown
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    if scope["type"] == "http" and scope["path"].startswith(proxy.PREFIX):
+        await proxy.app(scope, receive, send)
+        return
+    await django_app(scope, receive, send)
