@@ -132,7 +132,7 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
         )
         return
     body = await _body(receive)
-    await _forward(scope, send, target, headers, body, owner)
+    await _forward(scope, receive, send, target, headers, body, owner)
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -184,7 +184,13 @@ def _client() -> httpx.AsyncClient:
 
 
 async def _forward(
-    scope: Scope, send: Send, target: Route, headers: dict[str, str], body: bytes, owner: Any
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    target: Route,
+    headers: dict[str, str],
+    body: bytes,
+    owner: Any,
 ) -> None:
     sent = {k: v for k, v in headers.items() if k not in HOP_BY_HOP and not k.startswith(OURS)}
     sent.pop("content-length", None)
@@ -203,7 +209,8 @@ async def _forward(
     else:
         status = upstream.status_code
         answer_headers = {k.lower(): v for k, v in upstream.headers.items()}
-        first, error = await _relay(send, upstream, kept)
+        relayed = await _relay(receive, send, upstream, kept)
+        first, error = relayed.first, relayed.error
     if kept is None:
         return
     done = time.time()
@@ -214,32 +221,60 @@ async def _forward(
         await asyncio.get_running_loop().run_in_executor(_writer, _record, owner, capture)
 
 
+@dataclass(slots=True)
+class _Answer:
+    """What came of relaying an answer: when its first byte came, what went wrong."""
+
+    first: float | None = None
+    error: str = ""
+
+
 async def _relay(
-    send: Send, upstream: httpx.Response, kept: list[bytes] | None
-) -> tuple[float | None, str]:
-    """Pass the upstream's answer on as it arrives; returns when its first byte came
-    and what went wrong, if anything."""
+    receive: Receive, send: Send, upstream: httpx.Response, kept: list[bytes] | None
+) -> _Answer:
+    """Pass the upstream's answer on as it arrives, until it ends or the client goes
+    away (then the upstream connection is closed at once: a model left streaming to
+    nobody would go on costing tokens)."""
+    answer = _Answer()
+    passing = asyncio.create_task(_pass_on(send, upstream, kept, answer))
+    gone = asyncio.create_task(_disconnected(receive))
+    try:
+        await asyncio.wait({passing, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (passing, gone):
+            task.cancel()
+        await asyncio.gather(passing, gone, return_exceptions=True)
+        await upstream.aclose()
+    if passing.cancelled():  # only ever stopped by the client leaving
+        answer.error = "client disconnected before the answer ended"
+    return answer
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _pass_on(
+    send: Send, upstream: httpx.Response, kept: list[bytes] | None, answer: _Answer
+) -> None:
     out = [
         (k.encode("latin-1"), v.encode("latin-1"))
         for k, v in upstream.headers.multi_items()
         if k.lower() not in HOP_BY_HOP
     ]
-    first: float | None = None
     try:
         await send({"type": "http.response.start", "status": upstream.status_code, "headers": out})
         async for chunk in upstream.aiter_raw():
-            first = first or time.time()
+            answer.first = answer.first or time.time()
             if kept is not None:
                 kept.append(chunk)
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     except httpx.HTTPError as exc:
-        return first, f"upstream failed mid-answer: {type(exc).__name__}: {exc}"
-    except OSError as exc:  # the client went away
-        return first, f"client disconnected: {exc}"
-    finally:
-        await upstream.aclose()
-    return first, ""
+        answer.error = f"upstream failed mid-answer: {type(exc).__name__}: {exc}"
+    except OSError as exc:
+        answer.error = f"client disconnected: {exc}"
 
 
 async def _refuse(send: Send, status: int, kind: str, message: str) -> None:

@@ -398,3 +398,21 @@ def test_other_paths_pass_through_unrecorded(proxy, key, upstream):
     assert [m.id for m in listed] == ["fake-model"]
     time.sleep(0.2)
     assert CapturedCall.objects.count() == 0 and Run.objects.count() == 0
+
+
+def test_a_client_that_leaves_mid_stream_ends_the_upstream_call(proxy, key, upstream):
+    body = {
+        "model": "m",
+        "max_tokens": 5,
+        "stream": True,
+        "messages": [{"role": "user", "content": "x"}],
+    }
+    slow = {"x-contextsim-key": key, "x-fake-delay": "0.05", "x-fake-words": "400"}
+    with httpx.stream("POST", f"{proxy}/proxy/anthropic/v1/messages", json=body, headers=slow) as r:
+        pieces = r.iter_raw()
+        next(pieces)
+        next(pieces)
+    call = recorded(1)[0]
+    assert "client disconnected" in call.error
+    # The whole answer takes over 100 pieces x 0.05 s; the proxy let go well before.
+    assert call.total_ms is not None and call.total_ms < 2_000
