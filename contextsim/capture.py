@@ -12,6 +12,10 @@ ignores thinking and surrounding whitespace and compares tool arguments as JSON)
   response are appended (a retried failed request adds only the response).
 - **redo**: the request is the view without its last response (the client asked again,
   say after a timeout): the last response is replaced by the new one.
+- **edited**: the request holds the conversation's last response, but not all that
+  came before it as it was (the client edited its history: dropped ephemeral
+  reminders, cleared old tool results). What follows the response is appended; the run
+  keeps the history as first sent (exchanges.rebuild does the same for logs).
 - **compaction**: the request keeps the view's head, and the first message after the
   head holds the text of the conversation's last response (Claude Code sends the summary
   it just had written as the first user message of the continued conversation). The new
@@ -43,13 +47,14 @@ MIN_SUMMARY_CHARS = 40
 class Conversation:
     """What a stored conversation sent last: `keys` of every message of its run,
     `head` leading system messages, and `boundary`, the run index from which its view
-    goes on after the head (0 when it never compacted). `last_text` is the text of its
-    last message when that is a response, else ''."""
+    goes on after the head (0 when it never compacted). `answered`: its last message is
+    a response; `last_text` is that response's text ('' when it is not one)."""
 
     keys: tuple[Hashable, ...]
     head: int
     boundary: int = 0
     last_text: str = ""
+    answered: bool = False
 
     @property
     def view(self) -> tuple[Hashable, ...]:
@@ -59,7 +64,7 @@ class Conversation:
         return self.keys[: self.head] + self.keys[self.boundary :]
 
 
-Kind = Literal["extend", "redo", "compaction", "new"]
+Kind = Literal["extend", "redo", "edited", "compaction", "new"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +86,10 @@ def head_of(messages: Sequence[Message]) -> int:
 
 def conversation(messages: Sequence[Message], boundary: int = 0) -> Conversation:
     """The Conversation of a stored run's messages and its last compaction boundary."""
-    last = messages[-1] if messages else None
-    text = last.text.strip() if last is not None and last.role == "assistant" else ""
-    return Conversation(tuple(message_key(m) for m in messages), head_of(messages), boundary, text)
+    answered = bool(messages) and messages[-1].role == "assistant"
+    text = messages[-1].text.strip() if answered else ""
+    keys = tuple(message_key(m) for m in messages)
+    return Conversation(keys, head_of(messages), boundary, text, answered)
 
 
 def place(conv: Conversation, request: Sequence[Message]) -> Placement:
@@ -92,12 +98,29 @@ def place(conv: Conversation, request: Sequence[Message]) -> Placement:
     view = conv.view
     if tuple(keys[: len(view)]) == view:
         return Placement("extend", len(view))
-    if len(view) == len(keys) + 1 and tuple(keys) == view[:-1] and conv.last_text:
+    if len(view) == len(keys) + 1 and tuple(keys) == view[:-1] and conv.answered:
         return Placement("redo", len(keys))
     head = head_of(request)
+    after = _after_last_response(conv, keys, head)
+    if after:
+        return Placement("edited", after)
     if _continues_after_summary(conv, request, keys, head):
         return Placement("compaction", head)
     return Placement("new")
+
+
+def _after_last_response(conv: Conversation, keys: list[Hashable], head: int) -> int:
+    """Where the request goes on after the conversation's last response, when it holds
+    that response after an unchanged head; else 0."""
+    if not conv.answered:
+        return 0
+    if tuple(keys[:head]) != conv.view[: conv.head] or head != conv.head:
+        return 0
+    last = conv.view[-1]
+    for j in range(len(keys) - 1, head - 1, -1):
+        if keys[j] == last:
+            return j + 1
+    return 0
 
 
 def _continues_after_summary(
@@ -116,9 +139,10 @@ def choose(
 ) -> tuple[int, Placement]:
     """The conversation a call continues (its position in `conversations`, most
     recent first, and how) or (-1, Placement("new")). An extension that matches more
-    of the request wins; then a redo; then a compaction; ties go to the most recent."""
+    of the request wins; then a redo, an edited history, a compaction; ties go to the
+    most recent."""
     best, found = -1, Placement("new")
-    rank = {"extend": 3, "redo": 2, "compaction": 1, "new": 0}
+    rank = {"extend": 4, "redo": 3, "edited": 2, "compaction": 1, "new": 0}
     for i, conv in enumerate(conversations):
         placed = place(conv, request)
         better = (rank[placed.kind], placed.skip) > (rank[found.kind], found.skip)

@@ -184,3 +184,19 @@ def test_a_responses_answer_is_one_assistant_message_with_usage_apart_from_the_c
     answer, _ = ResponsesDialect().response("f", "$", body)
     assert answer is not None and answer.kind == "tool_call"
     assert answer.usage == Usage(200, cache_read=800, output_tokens=20)
+
+
+def test_a_history_edited_before_the_last_answer_still_continues_the_conversation():
+    call = Message("assistant", (ToolCallPart("toolu_1", "read", "{}"),))
+    reminded = m("user", "fix it <system-reminder>todo list</system-reminder>")
+    conv = conversation([SYSTEM, reminded, call])
+    # The reminder is gone from the resent message; the tool call answer follows.
+    request = [
+        SYSTEM,
+        m("user", "fix it"),
+        call,
+        Message("user", (ToolResultPart("toolu_1", "ok"),)),
+    ]
+    assert place(conv, request) == Placement("edited", 3)
+    # Without the conversation's last answer it is another conversation.
+    assert place(conv, [SYSTEM, m("user", "fix it")]).kind == "new"

@@ -211,7 +211,7 @@ def _continue(
     more = conversation(added)
     boundary = end if placed.kind == "compaction" else conv.boundary
     last = more.last_text if reply else ""
-    return run, Conversation((*keys, *more.keys), conv.head, boundary, last)
+    return run, Conversation((*keys, *more.keys), conv.head, boundary, last, bool(reply))
 
 
 def _add_compaction(run: Run, before: int, conv: Conversation) -> None:
