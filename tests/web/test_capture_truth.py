@@ -83,3 +83,50 @@ def test_a_log_that_cannot_tell_its_scale_takes_the_captured_runs(alice, alice_c
     other_model = StoredRun.objects.filter(pk=stored.pk)
     other_model.update(model="gpt-5")
     assert "captured run" not in _card(alice_client, StoredRun.objects.get(pk=stored.pk))
+
+
+def test_the_step_inspector_shows_the_captured_calls_parameters_status_and_timing(
+    alice, alice_client
+):
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 77,
+        "temperature": 0.3,
+        "metadata": {"user_id": "<script>alert(1)</script>"},
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    reply = {"content": [{"type": "text", "text": "hello"}], "usage": {"input_tokens": 12}}
+    record(
+        alice,
+        Capture(
+            "anthropic",
+            "messages",
+            body,
+            reply,
+            200,
+            10.0,
+            10.25,
+            11.5,
+            streamed=True,
+            params={k: v for k, v in body.items() if k != "messages"},
+        ),
+    )
+    run = StoredRun.objects.get()
+    page = alice_client.get(f"/runs/{run.public_id}/steps/0/").content.decode()
+    section = page[page.index('id="captured"') :]
+    assert "HTTP 200" in section and "streamed" in section
+    assert "first byte after 250 ms" in section and "1500 ms in all" in section
+    assert "&quot;max_tokens&quot;: 77" in section and "&quot;temperature&quot;: 0.3" in section
+    assert (
+        "<script>alert(1)</script>" not in page
+        and "&lt;script&gt;alert(1)&lt;/script&gt;" in section
+    )
+
+
+def test_a_failed_call_shows_the_providers_error_on_its_pending_request(alice, alice_client):
+    body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x" * 50}]}
+    error = 'upstream answered 400: {"type":"error","error":{"message":"prompt is too long"}}'
+    record(alice, Capture("anthropic", "messages", body, None, 400, 10.0, 10.1, 10.1, error=error))
+    run = StoredRun.objects.get()
+    page = alice_client.get(f"/runs/{run.public_id}/steps/0/").content.decode()
+    assert "HTTP 400" in page and "prompt is too long" in page

@@ -18,7 +18,7 @@ from contextsim.simulate import REPLAY
 from webapp import share_grants, viewstate
 from webapp.charts.ledger import ledger_figure
 from webapp.models import Run
-from webapp.selectors import analysis, estimators, runs, sessions, trace
+from webapp.selectors import analysis, captures, estimators, runs, sessions, trace
 
 PROBLEMS = 50
 """Problems listed at once; the filter by kind reaches the others."""
@@ -144,6 +144,7 @@ def step_inspector(request: HttpRequest, public_id: str, step: int) -> HttpRespo
             start = _int(request.GET.get("from"), 0)
             context.update(analysis.inspector_context(context["run"], result, step, start))
             context["timing"] = trace.step_timing(context["run"], result.main, step)
+            context["captured"] = captures.calls_of(context["run"], step)
             context["spawned"] = sessions.spawned_by_message(
                 request.user, context["run"], context["items"], context["response_index"]
             )
