@@ -5,6 +5,8 @@
 each policy would send at every request, and the problems found.
 ``python -m contextsim estimators PATH... [--reference o200k|cl100k] [--json]``: every
 estimator against a real tokenizer, per writing script.
+``python -m contextsim export-config --policy P [--set k=v]... [--target T] [--json]``:
+the policy as the real system's configuration (contextsim.export_command).
 
 Works without Django. On bad input it prints the error to stderr and exits 2.
 """
@@ -17,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from contextsim import export_command
 from contextsim.compaction_points import CompactionPoint, compaction_points, requests_of
 from contextsim.costs import PRESETS, Prices
 from contextsim.estimator_report import compare_text, file_text, signed_error
@@ -267,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--reference", choices=("o200k", "cl100k"), default="o200k")
     est.add_argument("--json", action="store_true", help="print one JSON object")
     est.set_defaults(handler=_estimators)
+    export_command.add_to(sub, _tokens)
     return parser
 
 

@@ -267,34 +267,61 @@ def rebuild(
     (a retry, a side call, a restart). The longest history is kept (ties: the latest);
     what was left out or edited is reported in `warnings`.
     """
-    histories: list[_History] = []
-    replies: list[tuple[str, Message]] = []  # only these outlive their exchange
-    for n, exchange in enumerate(exchanges):
-        request = tuple(_at(m, exchange.sent) for m in exchange.request)
-        keys = [message_key(m) for m in request]
-        history, start = _follow(histories, keys, exchange.where)
+    rebuilding = Rebuilding()
+    for exchange in exchanges:
+        rebuilding.add(exchange)
+    return rebuilding.result(path, warnings)
+
+
+class Rebuilding:
+    """`rebuild` one exchange at a time: `add` the exchanges in the order they were
+    made, read `result` whenever (as often as wanted), and keep adding. A live source
+    that receives calls in order so pays for each call once, not for the whole run
+    again with every new call."""
+
+    def __init__(self) -> None:
+        self.histories: list[_History] = []
+        self.replies: list[tuple[str, Message]] = []  # only these outlive their exchange
+        self.added = 0
+        # A request repeats the messages of the ones before it: when they are the same
+        # objects (a reader that reuses what it read), their keys are computed once.
+        # The message is kept with its key so its id is never reused meanwhile.
+        self._keys: dict[int, tuple[Message, Hashable]] = {}
+
+    def add(self, exchange: Exchange) -> None:
+        """Follow one more exchange (made after all those added before)."""
+        keys = [self._key(m) for m in exchange.request]
+        history, start = _follow(self.histories, keys, exchange.where)
         if history is None:
-            history = _fork(histories, request, keys)
-            histories.append(history)
+            history = _fork(self.histories, exchange, keys)
+            self.histories.append(history)
             start = len(keys)
-        history.messages.extend(request[start:])
+        # Only the messages kept are given the call's time: the repeated ones are not
+        # copied for nothing.
+        history.messages.extend(_at(m, exchange.sent) for m in exchange.request[start:])
         history.keys.extend(keys[start:])
         if exchange.response is not None:
             response = _at(exchange.response, exchange.answered)
             history.messages.append(response)
             history.keys.append(message_key(response))
-            replies.append((exchange.where, response))
-        history.latest, history.model = n, exchange.model or history.model
-    if not histories:
-        return (), ""
-    kept = max(histories, key=lambda h: (len(h.messages), h.latest))
-    _report(path, replies, kept, warnings)
-    return tuple(kept.messages), kept.model
+            self.replies.append((exchange.where, response))
+        history.latest, history.model = self.added, exchange.model or history.model
+        self.added += 1
 
+    def _key(self, message: Message) -> Hashable:
+        found = self._keys.get(id(message))
+        if found is None:
+            found = self._keys[id(message)] = (message, message_key(message))
+        return found[1]
 
-def _at(message: Message, time: float | None) -> Message:
-    """`message` with `time` unless it has one already or there is none."""
-    return message if time is None or message.time is not None else replace(message, time=time)
+    def result(self, path: str, warnings: list[str]) -> tuple[tuple[Message, ...], str]:
+        """The run's messages and model so far; what was left out or edited is
+        reported in `warnings` (see rebuild)."""
+        if not self.histories:
+            return (), ""
+        kept = max(self.histories, key=lambda h: (len(h.messages), h.latest))
+        _report(path, self.replies, kept, warnings)
+        return tuple(kept.messages), kept.model
 
 
 def _follow(
@@ -315,9 +342,9 @@ def _follow(
     return None, 0
 
 
-def _fork(histories: list[_History], request: Sequence[Message], keys: list[Hashable]) -> _History:
-    """A new history for `request`, reusing the messages (and so the usage) of the
-    history sharing its longest prefix."""
+def _fork(histories: list[_History], exchange: Exchange, keys: list[Hashable]) -> _History:
+    """A new history for the exchange's request, reusing the messages (and so the
+    usage) of the history sharing its longest prefix; its own given the call's time."""
     best, shared = None, 0
     for history in histories:
         n = 0
@@ -326,7 +353,8 @@ def _fork(histories: list[_History], request: Sequence[Message], keys: list[Hash
         if n > shared:
             best, shared = history, n
     prefix = best.messages[:shared] if best is not None else []
-    return _History([*prefix, *request[shared:]], list(keys))
+    own = (_at(m, exchange.sent) for m in exchange.request[shared:])
+    return _History([*prefix, *own], list(keys))
 
 
 def _report(path: str, replies: list[tuple[str, Message]], kept: _History, out: list[str]) -> None:

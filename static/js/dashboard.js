@@ -74,6 +74,28 @@
     });
   }
 
+  // "Use it in your agent": copy a snippet's text as shown.
+  function copyTexts(root) {
+    root.querySelectorAll("button.copy-text").forEach(function (button) {
+      button.addEventListener("click", function () {
+        var source = document.getElementById(button.dataset.copyFrom);
+        var done = function () { button.textContent = "copied"; };
+        if (source && navigator.clipboard) { navigator.clipboard.writeText(source.textContent).then(done, done); }
+      });
+    });
+  }
+
+  // The panel is redrawn with every change of the controls: it stays open if it was.
+  var agentPanelOpen = false;
+  function rememberPanel() {
+    var panel = document.getElementById("use-in-agent");
+    agentPanelOpen = Boolean(panel && panel.open);
+  }
+  function restorePanel() {
+    var panel = document.getElementById("use-in-agent");
+    if (panel && agentPanelOpen) { panel.open = true; }
+  }
+
   // The budget's slider and its number field show one value: the slider is not a form
   // field of its own (form=""), so moving it types into the number field, and typing
   // there moves the slider, widening its range when the value is past its end.
@@ -107,6 +129,7 @@
     drawChart();
     drawFigures(document);
     copyLinks(document);
+    copyTexts(document);
     document.addEventListener("keydown", keys);
     document.addEventListener("input", syncBudget);
     // A select that applies at once (no inline handler: the page's CSP allows none).
@@ -122,10 +145,13 @@
     // puts the new ones back, which would strip the classes plotly.js just set on the
     // chart (its styles hang on them: the chart then lost its legend, axis titles and
     // limit lines, and the mode bar took the page's button style).
+    document.body.addEventListener("htmx:beforeSwap", rememberPanel);
     document.body.addEventListener("htmx:afterSettle", function (event) {
+      restorePanel();
       drawChart();
       drawFigures(document);
       copyLinks(event.target);
+      copyTexts(event.target);
     });
   }
 

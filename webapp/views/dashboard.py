@@ -18,7 +18,7 @@ from contextsim.simulate import REPLAY
 from webapp import share_grants, viewstate
 from webapp.charts.ledger import ledger_figure
 from webapp.models import Run
-from webapp.selectors import analysis, captures, estimators, runs, sessions, trace
+from webapp.selectors import agent_config, analysis, captures, estimators, runs, sessions, trace
 
 PROBLEMS = 50
 """Problems listed at once; the filter by kind reaches the others."""
@@ -100,6 +100,7 @@ def run_dashboard(request: HttpRequest, public_id: str) -> HttpResponse:
                 "page": page,
                 "pages": pages,
                 "params": viewstate.param_controls(state),
+                "snippets": agent_config.snippets(context["run"], state),
                 "permalink": state.query(),
                 "baseline_query": replace(
                     state, policy=REPLAY, params=POLICIES[REPLAY].Params()
