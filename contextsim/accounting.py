@@ -9,31 +9,53 @@ messages or ten thousand.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cached_property
 from itertools import accumulate, repeat
-from operator import eq, mul, sub
+from operator import and_, eq, mul, sub
 
 from contextsim.model import KINDS
 from contextsim.plan import Plan, Statics
-from contextsim.skeleton import Skeleton, prefix_sums
+from contextsim.skeleton import Skeleton, prefix_sums, thinking_of
 
 NKINDS = len(KINDS)
+THINKING = KINDS.index("thinking")
+"""The composition's row of thinking: no message is of this kind; each assistant
+message's thinking tokens are counted here instead of in its own kind's row."""
 
 
-def _by_kind(tokens: Sequence[int], kinds: Sequence[int], mask: Sequence[bool]) -> list[list[int]]:
+def _by_kind(
+    tokens: Sequence[int], kinds: Sequence[int], mask: Sequence[bool], thinking: Sequence[int]
+) -> list[list[int]]:
     if not any(mask):  # most policies clear or offload nothing: no sums to make
         return [[0] * (len(tokens) + 1)] * NKINDS
     masked = list(map(mul, tokens, mask))
-    return [
+    thought = list(map(mul, thinking, mask)) if any(thinking) else None
+    if thought is not None:
+        masked = list(map(sub, masked, thought))
+    rows = [
         prefix_sums(list(map(mul, masked, map(eq, kinds, repeat(kind))))) for kind in range(NKINDS)
     ]
+    if thought is not None:
+        rows[THINKING] = prefix_sums(thought)
+    return rows
 
 
-def _carried(sums: list[int], tokens: Sequence[int], kinds: Sequence[int], kind: int) -> list[int]:
-    """Prefix sums of one kind's tokens, `sums` carried on over the messages after it."""
+def _carried(
+    sums: list[int],
+    tokens: Sequence[int],
+    kinds: Sequence[int],
+    kind: int,
+    thinking: Sequence[int],
+) -> list[int]:
+    """Prefix sums of one kind's tokens (thinking apart, see THINKING), `sums` carried
+    on over the messages after it."""
     start = len(sums) - 1
-    new = map(mul, tokens[start:], map(eq, kinds[start:], repeat(kind)))
+    if kind == THINKING:
+        new: Iterable[int] = thinking[start:]
+    else:
+        body = map(sub, tokens[start:], thinking[start:])
+        new = map(mul, body, map(eq, kinds[start:], repeat(kind)))
     return sums + list(accumulate(new, initial=sums[-1]))[1:]
 
 
@@ -66,6 +88,9 @@ class Accountant:
         self.offloaded = offloaded
         self._tokens = tokens
         self._kinds = sk.kinds
+        # Thinking tokens per message, within the message's tokens (a reference
+        # accountant's tokens come from another tokenizer).
+        self._thinking = list(map(min, thinking_of(sk), tokens))
         plain = not any_offloaded and not any(clearable)
         if grown_from is not None and plain and grown_from._carries_on(tokens, sk.kinds):
             self.raw = grown_from._sums_over(tokens)
@@ -87,12 +112,29 @@ class Accountant:
             self.off_raw = prefix_sums(list(map(mul, tokens, offloaded)))
         else:
             self.off_save = self.off_count = self.off_raw = zeros
+        # Thinking a plan clears before its thinking_before (never an offloaded message's).
+        thinking = statics.thinking
+        if any_offloaded and thinking:
+            thinking = [0 if o else t for t, o in zip(thinking, offloaded, strict=True)]
+        self.thinks = [t > 0 for t in thinking] if any(thinking) else []
+        if self.thinks:
+            both = list(map(and_, clearable, self.thinks))
+            self.think_save = prefix_sums(thinking)
+            self.think_count = prefix_sums(self.thinks)
+            self.think_raw = prefix_sums(list(map(mul, tokens, self.thinks)))
+            self.both_count = prefix_sums(both)
+            self.both_raw = prefix_sums(list(map(mul, tokens, both)))
+            self._think_at = [i for i, t in enumerate(self.thinks) if t]
+        else:
+            self.think_save = self.think_count = self.think_raw = zeros
+            self.both_count = self.both_raw = zeros
+            self._think_at = []
         # G: sent prefix when everything clearable is cleared; H: when nothing is.
         self.h = list(map(sub, self.raw, self.off_save)) if any_offloaded else self.raw
         self.g = list(map(sub, self.h, self.clear_save)) if any(clearable) else self.h
         if grown_from is not None and "kind_raw" in grown_from.__dict__:
             self.__dict__["kind_raw"] = [
-                _carried(sums, tokens, self._kinds, kind)
+                _carried(sums, tokens, self._kinds, kind, self._thinking)
                 for kind, sums in enumerate(grown_from.kind_raw)
             ]
 
@@ -100,7 +142,7 @@ class Accountant:
         """Whether `tokens` and `kinds` begin with this accountant's, and it clears and
         offloads nothing."""
         n = len(self._tokens)
-        if self.clear_count[-1] or self.off_count[-1]:
+        if self.clear_count[-1] or self.off_count[-1] or self.think_count[-1]:
             return False
         return tokens[:n] == self._tokens and kinds[:n] == self._kinds[:n]
 
@@ -121,23 +163,35 @@ class Accountant:
     # Per-kind sums serve charts only: built on first use, not for every simulation.
     @cached_property
     def kind_raw(self) -> list[list[int]]:
-        return _by_kind(self._tokens, self._kinds, [True] * len(self._tokens))
+        return _by_kind(self._tokens, self._kinds, [True] * len(self._tokens), self._thinking)
 
     @cached_property
     def kind_cleared(self) -> list[list[int]]:
-        return _by_kind(self._tokens, self._kinds, self.clearable)
+        return _by_kind(self._tokens, self._kinds, self.clearable, self._thinking)
 
     @cached_property
     def kind_off(self) -> list[list[int]]:
-        return _by_kind(self._tokens, self._kinds, self.offloaded)
+        return _by_kind(self._tokens, self._kinds, self.offloaded, self._thinking)
 
-    def span(self, a: int, b: int, cb: int) -> int:
-        """Sent tokens of messages [a, b) when clearable ones before `cb` are cleared."""
+    @cached_property
+    def kind_thought(self) -> list[list[int]]:
+        """Per kind, the messages whose thinking a plan can clear (whole, like kind_raw)."""
+        return _by_kind(self._tokens, self._kinds, self.thinks or [False], self._thinking)
+
+    @cached_property
+    def kind_both(self) -> list[list[int]]:
+        """Per kind, the messages both clearable and with clearable thinking."""
+        both = list(map(and_, self.clearable, self.thinks)) if self.thinks else [False]
+        return _by_kind(self._tokens, self._kinds, both, self._thinking)
+
+    def span(self, a: int, b: int, cb: int, tb: int = 0) -> int:
+        """Sent tokens of messages [a, b) when clearable ones before `cb` are cleared
+        and the thinking of those before `tb` is."""
         if b <= a:
             return 0
         cs, off = self.clear_save, self.off_save
         # Conditional expressions, not min(): this runs several times per request.
-        return (
+        out = (
             self.raw[b]
             - self.raw[a]
             - cs[b if b < cb else cb]
@@ -145,27 +199,32 @@ class Accountant:
             - off[b]
             + off[a]
         )
+        if tb:
+            ts = self.think_save
+            out -= ts[b if b < tb else tb] - ts[a if a < tb else tb]
+        return out
 
     def sent(self, plan: Plan) -> int:
         """Tokens of the whole request."""
-        cb = plan.clear_before
+        cb, tb = plan.clear_before, plan.thinking_before
         if plan.gap_end <= plan.gap_start:
-            return self.span(0, plan.end, cb) + plan.extra
+            return self.span(0, plan.end, cb, tb) + plan.extra
         return (
-            self.span(0, plan.gap_start, cb)
+            self.span(0, plan.gap_start, cb, tb)
             + plan.gap_note
-            + self.span(plan.gap_end, plan.end, cb)
+            + self.span(plan.gap_end, plan.end, cb, tb)
             + plan.extra
         )
 
     def prefix(self, plan: Plan, upto: int) -> int:
         """Tokens of the request up to message `upto` (exclusive), notes included."""
+        cb, tb = plan.clear_before, plan.thinking_before
         if plan.gap_end <= plan.gap_start or upto <= plan.gap_start:
-            return self.span(0, min(upto, plan.end), plan.clear_before)
+            return self.span(0, min(upto, plan.end), cb, tb)
         return (
-            self.span(0, plan.gap_start, plan.clear_before)
+            self.span(0, plan.gap_start, cb, tb)
             + plan.gap_note
-            + self.span(plan.gap_end, min(upto, plan.end), plan.clear_before)
+            + self.span(plan.gap_end, min(upto, plan.end), cb, tb)
         )
 
     def ranges(self, plan: Plan) -> tuple[tuple[int, int], ...]:
@@ -176,17 +235,20 @@ class Accountant:
     def counts(self, plan: Plan) -> tuple[int, int, int, int]:
         """Messages cleared, truncated, summarized and offloaded in the request."""
         cleared = offloaded = 0
-        cb = plan.clear_before
+        cb, tb = plan.clear_before, plan.thinking_before
         for a, b in self.ranges(plan):
             cleared += self.clear_count[max(min(b, cb), a)] - self.clear_count[a]
             offloaded += self.off_count[b] - self.off_count[a]
+            if tb:
+                cleared += _within(self.think_count, a, b, tb)
+                cleared -= _within(self.both_count, a, b, min(cb, tb))
         gap = max(plan.gap_end - plan.gap_start, 0)
         truncated = gap if plan.gap_kind == "t" else 0
         return cleared, truncated, gap - truncated, offloaded
 
     def composition(self, plan: Plan) -> dict[str, int]:
         """Tokens sent by disposition, and tokens removed, for one request."""
-        cb = plan.clear_before
+        cb, tb = plan.clear_before, plan.thinking_before
         cleared_raw = cleared_sent = off_raw = off_sent = 0
         for a, b in self.ranges(plan):
             c_hi = max(min(b, cb), a)
@@ -194,6 +256,13 @@ class Accountant:
             cleared_sent += (self.clear_raw[c_hi] - self.clear_raw[a]) - (
                 self.clear_save[c_hi] - self.clear_save[a]
             )
+            if tb:
+                # Messages whose thinking is cleared are cleared too (once each).
+                extra = _within(self.think_raw, a, b, tb) - _within(
+                    self.both_raw, a, b, min(cb, tb)
+                )
+                cleared_raw += extra
+                cleared_sent += extra - _within(self.think_save, a, b, tb)
             off_raw += self.off_raw[b] - self.off_raw[a]
             off_sent += (self.off_raw[b] - self.off_raw[a]) - (self.off_save[b] - self.off_save[a])
         gap_raw = self.raw[max(plan.gap_end, plan.gap_start)] - self.raw[plan.gap_start]
@@ -212,7 +281,7 @@ class Accountant:
 
     def kept_by_kind(self, plan: Plan) -> tuple[int, ...]:
         """Tokens of kept (unchanged) messages sent, per kind (model.KINDS order)."""
-        cb = plan.clear_before
+        cb, tb = plan.clear_before, plan.thinking_before
         ranges = self.ranges(plan)
         out = []
         for raw, cleared, off in zip(self.kind_raw, self.kind_cleared, self.kind_off, strict=True):
@@ -225,6 +294,14 @@ class Accountant:
                 if off[-1]:
                     total -= off[b] - off[a]
             out.append(total)
+        if tb and self.thinks:
+            # A message whose thinking is cleared is not kept (counted once when it
+            # is cleared before cb as well).
+            for kind, (thought, both) in enumerate(
+                zip(self.kind_thought, self.kind_both, strict=True)
+            ):
+                for a, b in ranges:
+                    out[kind] -= _within(thought, a, b, tb) - _within(both, a, b, min(cb, tb))
         return tuple(out)
 
     def dispositions(self, plan: Plan) -> str:
@@ -237,49 +314,74 @@ class Accountant:
             return self._clear_letters[a:m] + self._kept_letters[m:b]
 
         if plan.gap_end <= plan.gap_start:
-            return piece(0, plan.end)
-        return (
-            piece(0, plan.gap_start)
-            + plan.gap_kind * (plan.gap_end - plan.gap_start)
-            + piece(plan.gap_end, plan.end)
-        )
+            letters = piece(0, plan.end)
+        else:
+            letters = (
+                piece(0, plan.gap_start)
+                + plan.gap_kind * (plan.gap_end - plan.gap_start)
+                + piece(plan.gap_end, plan.end)
+            )
+        tb = min(plan.thinking_before, plan.end)
+        if not tb or not self._think_at:
+            return letters
+        out = list(letters)
+        for i in self._think_at[: bisect.bisect_left(self._think_at, tb)]:
+            if out[i] == "k":
+                out[i] = "c"
+        return "".join(out)
 
     def disposition(self, plan: Plan, i: int) -> str:
         """The letter of message i in the request (see dispositions)."""
         if plan.gap_start <= i < plan.gap_end:
             return plan.gap_kind
-        if i < plan.clear_before:
-            return self._clear_letters[i]
-        return self._kept_letters[i]
+        letter = self._clear_letters[i] if i < plan.clear_before else self._kept_letters[i]
+        if letter == "k" and i < plan.thinking_before and self.thinks and self.thinks[i]:
+            return "c"
+        return letter
 
     def cached(self, before: Plan, after: Plan) -> int:
         """Tokens at the start of request `after` identical to request `before` (same
         messages, dispositions and notes): what a prompt cache can reuse."""
         # Plan fields 1-5: gap_start, gap_end, gap_kind, gap_note, clear_before.
-        if before[1:6] == after[1:6]:
+        same_thinking = before.thinking_before == after.thinking_before
+        if before[1:6] == after[1:6] and same_thinking:
             # The common case: the request only grew.
             return self.prefix(after, before.end)
         if (
             before.clear_before == after.clear_before
+            and same_thinking
             and before[3:5] == after[3:5]
             and before.gap_start == after.gap_start < after.gap_end
             and before.gap_start < before.gap_end
         ):
             # A moving cut: the head and the note are still shared.
-            return self.span(0, after.gap_start, after.clear_before) + after.gap_note
-        change = self._first_clear_change(before, after)
+            return self.span(0, after.gap_start, after.clear_before, after.thinking_before) + (
+                after.gap_note
+            )
+        change = self._first_change(before, after)
         gb, ga = _gap(before), _gap(after)
         if gb == ga:
             if ga[1] > ga[0] and ga[0] <= change < ga[1]:
                 # Clearing changed only inside the shared gap: nobody sees it.
-                change = self._first_clear_change(before, after, ga[1])
+                change = self._first_change(before, after, ga[1])
             return self.prefix(after, min(change, before.end))
         same_note = gb[0] == ga[0] and gb[2:] == ga[2:] and ga[1] > ga[0] and gb[1] > gb[0]
         if same_note and change >= ga[0]:
             # Only where the gap ends moved: the head and the note are still shared.
-            return self.span(0, ga[0], after.clear_before) + after.gap_note
+            return self.span(0, ga[0], after.clear_before, after.thinking_before) + after.gap_note
         start = min(_gap_start(before), _gap_start(after), change, before.end)
         return self.prefix(after, start)
+
+    def _first_change(self, before: Plan, after: Plan, start: int = 0) -> int:
+        """The first message at or after `start` cleared, or its thinking cleared, in one
+        plan and not the other (len + 1 when none)."""
+        change = self._first_clear_change(before, after, start)
+        lo, hi = sorted((before.thinking_before, after.thinking_before))
+        lo = max(lo, start)
+        if hi > lo and self.think_count[hi] != self.think_count[lo]:
+            found = bisect.bisect_right(self.think_count, self.think_count[lo]) - 1
+            change = min(change, found)
+        return change
 
     def _first_clear_change(self, before: Plan, after: Plan, start: int = 0) -> int:
         """The first message at or after `start` cleared in one plan and not the other
@@ -299,3 +401,10 @@ def _gap(plan: Plan) -> tuple[int, int, int, str]:
 
 def _gap_start(plan: Plan) -> int:
     return plan.gap_start if plan.gap_end > plan.gap_start else plan.end
+
+
+def _within(sums: list[int], a: int, b: int, limit: int) -> int:
+    """The sum over messages [a, min(b, limit)) of the values whose prefix sums are
+    `sums` (0 when the range is empty)."""
+    hi = b if b < limit else limit
+    return sums[hi] - sums[a] if hi > a else 0

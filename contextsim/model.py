@@ -15,7 +15,9 @@ from typing import Literal
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
-Kind = Literal["system", "user", "assistant", "tool_call", "tool_result", "note", "tools"]
+Kind = Literal[
+    "system", "user", "assistant", "tool_call", "tool_result", "note", "tools", "thinking"
+]
 KINDS: tuple[Kind, ...] = (
     "system",
     "user",
@@ -24,8 +26,11 @@ KINDS: tuple[Kind, ...] = (
     "tool_result",
     "note",
     "tools",
+    "thinking",
 )
-"""Kinds of message, in the order stored skeletons index them (new kinds go last)."""
+"""Kinds of message, in the order stored skeletons index them (new kinds go last).
+`thinking` is no message's kind: it is the thinking parts of assistant messages, which
+the composition (accounting.Accountant.kept_by_kind) counts apart from their message."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,9 @@ class Plan(NamedTuple):
     note or summary of `gap_note` tokens (0: nothing inserted). A clearable message with
     index < clear_before is sent cleared; an offloaded one as its stub. `extra` counts
     tokens of other inserted content. `stage` names the last stage the policy needed.
+    A message with index < thinking_before whose thinking is clearable (Statics.thinking)
+    is sent without its thinking (Anthropic's clear_thinking edit); such a message, like
+    one cleared, is disposition "c".
     """
 
     end: int
@@ -27,6 +30,7 @@ class Plan(NamedTuple):
     clear_before: int = 0
     extra: int = 0
     stage: str = "none"
+    thinking_before: int = 0
 
 
 @dataclass(slots=True)
@@ -35,9 +39,12 @@ class Statics:
 
     `cleared_tokens[i]` is what message i costs when cleared (its notes); a message is
     clearable only when that saves tokens. `offload_tokens[i]` is its stub's size.
+    `thinking[i]` is the thinking tokens message i loses when its thinking is cleared
+    (Plan.thinking_before); empty when the policy never clears thinking.
     """
 
     clearable: list[bool]
     cleared_tokens: list[int]
     offloaded: list[bool] = field(default_factory=list)
     offload_tokens: list[int] = field(default_factory=list)
+    thinking: list[int] = field(default_factory=list)

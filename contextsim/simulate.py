@@ -445,6 +445,6 @@ def explain(sim: Simulation, step: int) -> list[SentItem]:
         raw = sk.tokens[i]
         sent = {"k": raw, "t": 0, "s": 0}.get(letter)
         if sent is None:
-            sent = acct.span(i, i + 1, plan.clear_before)
+            sent = acct.span(i, i + 1, plan.clear_before, plan.thinking_before)
         items.append(SentItem(i, sk.roles[i], sk.kind(i), letter, sent, raw))
     return items

@@ -86,6 +86,14 @@ class Skeleton:
     elisions: tuple[tuple[int, int, int], ...] = ()
     """(message, first step, tokens as sent) of each message the agent sent shortened
     from some request on (model.Elision): what as_logged sends in its place."""
+    times: tuple[float | None, ...] = ()
+    """Per message, when the log says it was written (model.Message.time: seconds since
+    the Unix epoch), None where it says nothing; () when no message has a time."""
+    thinking_tokens: tuple[int, ...] = ()
+    """Per message, the estimator's tokens of its thinking parts (at most its tokens
+    less MESSAGE_OVERHEAD; 0 for a message without thinking): what Anthropic's
+    clear_thinking edit removes, and the `thinking` kind of the composition. () for a
+    skeleton stored before LAYOUT 2 (read as no thinking)."""
 
     @property
     def size(self) -> int:
@@ -115,14 +123,26 @@ def prefix_sums(values: Sequence[int]) -> list[int]:
     return list(accumulate(values, initial=0))
 
 
+def thinking_of(sk: Skeleton) -> Sequence[int]:
+    """Per message, its thinking tokens (Skeleton.thinking_tokens; zeros when the
+    skeleton has none)."""
+    return sk.thinking_tokens or (0,) * sk.size
+
+
+LAYOUT = 2
+"""The version of the stored form (to_dict). Raised when a field is added that a stored
+skeleton cannot do without (2: thinking_tokens, times), so stored skeletons of an older layout
+are built again from their run's messages (see `current`)."""
+
 FIELDS = tuple(f.name for f in fields(Skeleton))
 OPTIONAL = frozenset(f.name for f in fields(Skeleton) if f.default is not MISSING)
 """Fields added after the first: data stored before one existed takes its default."""
 
 
 def to_dict(sk: Skeleton) -> dict[str, object]:
-    """The skeleton as JSON-ready data (usage as [input, cache_read, cache_write, output])."""
-    out: dict[str, object] = {}
+    """The skeleton as JSON-ready data (usage as [input, cache_read, cache_write, output]),
+    with its LAYOUT under "layout"."""
+    out: dict[str, object] = {"layout": LAYOUT}
     for name in FIELDS:
         value = getattr(sk, name)
         if name == "usage":
@@ -136,6 +156,12 @@ def to_dict(sk: Skeleton) -> dict[str, object]:
             value = list(value)
         out[name] = value
     return out
+
+
+def current(data: dict[str, object]) -> bool:
+    """Whether stored skeleton data (to_dict) is of the current LAYOUT: data of an older
+    one lacks a field some policy needs, and is to be built again from the run."""
+    return data.get("layout") == LAYOUT
 
 
 def from_dict(data: dict[str, object]) -> Skeleton:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from contextsim.estimators import MESSAGE_OVERHEAD, Estimator, count_message
 from contextsim.langchain_form import LangChainForms, client_calls
 from contextsim.memo import grown
-from contextsim.model import Message, Run, Usage
+from contextsim.model import Message, Run, ThinkingPart, Usage
 from contextsim.skeleton import KIND_INDEX, PREVIEW_LINES, STUB_MIN_CHARS, Skeleton
 from contextsim.stubs import render_tool_stub
 
@@ -71,6 +71,7 @@ class _Counted:
     previews: list[int] = field(default_factory=list)
     stubs: list[tuple[int, ...]] = field(default_factory=list)
     arguments: list[tuple[int, ...]] = field(default_factory=list)
+    thinking: list[int] = field(default_factory=list)
 
 
 class SkeletonBuilder:
@@ -101,6 +102,7 @@ class SkeletonBuilder:
         self.call_inputs: list[tuple[int, ...]] = []
         self.stub_chars: list[tuple[int, ...]] = []
         self.summaries: list[int] = []
+        self.times: list[float | None] = []
         self._answered: list[int] = []
         """The assistant messages' indexes: each ends a request (model.request_bounds)."""
 
@@ -134,6 +136,7 @@ class SkeletonBuilder:
         self.chars.append(_chars(message))
         self.user_turn.append(message.is_user_turn)
         self.result_count.append(len(results))
+        self.times.append(message.time)
         if message.compact_summary:
             self.summaries.append(i)
         pieces, inputs = self._forms.add(message)
@@ -147,9 +150,16 @@ class SkeletonBuilder:
         self.stub_chars.append(tuple(len(t) for t in stubs) if found_stub else ())
         previews = [preview_text(r.text) for r in results]
         arguments = [c.arguments for c in client_calls(message)]
+        thoughts = [p.text for p in message.parts if isinstance(p, ThinkingPart)]
         for estimator in self.estimators:
             counted = self._counted[estimator.name]
-            counted.tokens.append(count_message(message, estimator, key))
+            tokens = count_message(message, estimator, key)
+            counted.tokens.append(tokens)
+            counted.thinking.append(
+                min(sum(estimator.count(t) for t in thoughts), max(tokens - MESSAGE_OVERHEAD, 0))
+                if thoughts
+                else 0
+            )
             counted.previews.append(
                 MESSAGE_OVERHEAD + sum(estimator.count(p) for p in previews) if results else 0
             )
@@ -199,6 +209,7 @@ class SkeletonBuilder:
             "harness_version": run.harness_version,
             "compaction_request": run.compaction_request,
             "summaries": tuple(self.summaries),
+            "times": tuple(self.times) if any(t is not None for t in self.times) else (),
         }
         out = {}
         for estimator in self.estimators:
@@ -209,6 +220,7 @@ class SkeletonBuilder:
                 preview_tokens=tuple(counted.previews),
                 stub_tokens=tuple(counted.stubs),
                 argument_tokens=tuple(counted.arguments),
+                thinking_tokens=tuple(counted.thinking),
                 elisions=tuple(
                     (e.message, e.from_step, MESSAGE_OVERHEAD + estimator.count(e.text))
                     for e in run.elisions

@@ -13,10 +13,14 @@ Units: tokens, as the policies' own parameters.
 
 from __future__ import annotations
 
+from contextsim.exports import claude_code, codex, openai
 from contextsim.exports.base import ExportContext, Exporter, Snippet
 
 EXPORTERS: dict[str, Exporter] = {}
 """Policy name -> its exporter."""
+EXPORTERS.update(openai.EXPORTS)
+EXPORTERS.update(codex.EXPORTS)
+EXPORTERS.update(claude_code.EXPORTS)
 
 
 def export(policy: str, ctx: ExportContext) -> tuple[Snippet, ...]:

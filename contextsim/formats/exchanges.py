@@ -283,14 +283,16 @@ class Rebuilding:
         self.histories: list[_History] = []
         self.replies: list[tuple[str, Message]] = []  # only these outlive their exchange
         self.added = 0
-        # A request repeats the messages of the ones before it: when they are the same
-        # objects (a reader that reuses what it read), their keys are computed once.
-        # The message is kept with its key so its id is never reused meanwhile.
+        # A request repeats the messages of the one before it: when they are the same
+        # objects (a reader that reuses what it read), their keys are not computed
+        # again. Only the last request's are kept (a message with its key, so its id
+        # is not reused meanwhile): a long log's requests are never all held.
         self._keys: dict[int, tuple[Message, Hashable]] = {}
 
     def add(self, exchange: Exchange) -> None:
         """Follow one more exchange (made after all those added before)."""
-        keys = [self._key(m) for m in exchange.request]
+        known, self._keys = self._keys, {}
+        keys = [self._key(m, known) for m in exchange.request]
         history, start = _follow(self.histories, keys, exchange.where)
         if history is None:
             history = _fork(self.histories, exchange, keys)
@@ -308,10 +310,9 @@ class Rebuilding:
         history.latest, history.model = self.added, exchange.model or history.model
         self.added += 1
 
-    def _key(self, message: Message) -> Hashable:
-        found = self._keys.get(id(message))
-        if found is None:
-            found = self._keys[id(message)] = (message, message_key(message))
+    def _key(self, message: Message, known: dict[int, tuple[Message, Hashable]]) -> Hashable:
+        found = known.get(id(message)) or (message, message_key(message))
+        self._keys[id(message)] = found
         return found[1]
 
     def result(self, path: str, warnings: list[str]) -> tuple[tuple[Message, ...], str]:
@@ -322,6 +323,11 @@ class Rebuilding:
         kept = max(self.histories, key=lambda h: (len(h.messages), h.latest))
         _report(path, self.replies, kept, warnings)
         return tuple(kept.messages), kept.model
+
+
+def _at(message: Message, time: float | None) -> Message:
+    """`message` with `time` unless it has one already or there is none."""
+    return message if time is None or message.time is not None else replace(message, time=time)
 
 
 def _follow(

@@ -32,7 +32,7 @@ OpenInference ``llm.tools``).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import chain
@@ -42,7 +42,7 @@ from contextsim.formats import otel_events as events
 from contextsim.formats import otel_genai as genai
 from contextsim.formats import otel_openinference as openinference
 from contextsim.formats.base import Document, FormatError, Lines, ParsedFile, Source, expect
-from contextsim.formats.exchanges import Exchange, rebuild, title_of, tool_definitions
+from contextsim.formats.exchanges import Exchange, Rebuilding, title_of, tool_definitions
 from contextsim.formats.otel_values import (
     Attrs,
     decoded,
@@ -114,13 +114,32 @@ class OTelImporter:
         return ParsedFile(self.name, runs_from(source.path, calls, warnings), tuple(warnings))
 
 
-def calls_of(export: Any, path: str = BODY) -> SpanCalls:
+class Inputs:
+    """The input messages each conversation's last call sent (otel_genai.Known, for the
+    `kept` conversations seen last): a receiver that keeps one reads of every call only
+    what it adds to the conversation. Holding it changes nothing read but its
+    messages' `source` (the first call's that sent them)."""
+
+    def __init__(self, kept: int = 2_000) -> None:
+        self.kept = kept
+        self._known: OrderedDict[str, genai.Known] = OrderedDict()
+
+    def of(self, group: str) -> genai.Known:
+        """The group's entry (a new, empty one if none is kept)."""
+        found = self._known.pop(group, None) or genai.Known()
+        self._known[group] = found
+        while len(self._known) > self.kept:
+            self._known.popitem(last=False)
+        return found
+
+
+def calls_of(export: Any, path: str = BODY, inputs: Inputs | None = None) -> SpanCalls:
     """The model calls of one OTLP JSON export (``{"resourceSpans": [...]}``, ids in hex).
     A span that is not a model call is skipped; a model call span that cannot be read is
     rejected with the reason, the others kept. Raises FormatError when the export itself
-    is not one (its JSON path and what was expected)."""
+    is not one (its JSON path and what was expected). `inputs`: see Inputs."""
     rejected: list[str] = []
-    return SpanCalls(tuple(_calls(path, "$", export, rejected)), tuple(rejected))
+    return SpanCalls(tuple(_calls(path, "$", export, rejected, inputs)), tuple(rejected))
 
 
 def runs_from(path: str, calls: Iterable[SpanCall], warnings: list[str]) -> tuple[Run, ...]:
@@ -132,26 +151,29 @@ def runs_from(path: str, calls: Iterable[SpanCall], warnings: list[str]) -> tupl
     return tuple(_run(path, key, members, warnings) for key, members in groups.items())
 
 
-def span_call(path: str, where: str, span: Any) -> SpanCall | None:
+def span_call(path: str, where: str, span: Any, inputs: Inputs | None = None) -> SpanCall | None:
     """The model call of the OTLP JSON span `span` (at JSON path `where`), None for a
-    span of anything else; FormatError naming the attribute that could not be read."""
+    span of anything else; FormatError naming the attribute that could not be read.
+    `inputs`: see Inputs."""
     expect(path, where, span, dict, "an object")
     trace = expect(path, f"{where}.traceId", span.get("traceId"), str, "a string")
     attrs = span_attrs(path, where, span)
     if not _is_call(attrs):
         return None
-    exchange, recorded = _call(attrs)
     group = next((str(attrs.values[k]) for k in GROUP if attrs.values.get(k)), trace)
+    exchange, recorded = _call(attrs, None if inputs is None else inputs.of(group))
     span_id = str(span.get("spanId") or "")
     return SpanCall(group, trace, span_id, start_nanos(span), exchange, recorded, span)
 
 
-def _calls(path: str, root: str, export: Any, rejected: list[str] | None) -> list[SpanCall]:
+def _calls(
+    path: str, root: str, export: Any, rejected: list[str] | None, inputs: Inputs | None = None
+) -> list[SpanCall]:
     """The export's model calls; a bad span raises, or with `rejected` is named there."""
     calls = []
     for where, span in _spans(path, root, export):
         try:
-            call = span_call(path, where, span)
+            call = span_call(path, where, span, inputs)
         except FormatError as error:
             if rejected is None:
                 raise
@@ -171,18 +193,48 @@ def _spans(path: str, root: str, export: Any) -> Iterator[tuple[str, dict[str, A
 
 
 def _run(path: str, key: str, calls: list[SpanCall], out: list[str]) -> Run:
-    """The group's run; a call whose input was not recorded is sent the history so far."""
-    exchanges, previous, blind = [], tuple[Message, ...](), 0
+    """The group's run (see Conversation)."""
+    conversation = Conversation(key, calls[0].trace_id == key)
     for call in sorted(calls, key=lambda c: c.start):
+        conversation.add(call)
+    return conversation.run(path, out)
+
+
+class Conversation:
+    """One group's run built a call at a time, as `runs_from` builds it from all of
+    them: `add` its calls in start order (ties in the order received), read `run`
+    whenever, and keep adding. A call whose input was not recorded is sent the history
+    so far. A receiver so pays for each call once."""
+
+    def __init__(self, key: str, by_trace: bool) -> None:
+        """`key`: the group; `by_trace`: whether it is a trace id (for warnings)."""
+        self.key, self.by_trace = key, by_trace
+        self.rebuilding = Rebuilding()
+        self.previous: tuple[Message, ...] = ()
+        self.blind = 0
+        self.last_start: int | None = None
+        """The start of the last call added (ns): a later call must not start before."""
+
+    def add(self, call: SpanCall) -> None:
+        """Follow one more call (starting no earlier than the last one added)."""
         exchange = call.exchange
-        request, blind = (exchange.request, blind) if call.recorded else (previous, blind + 1)
-        exchanges.append(replace(exchange, request=request))
-        previous = request + ((exchange.response,) if exchange.response else ())
-    if blind:
-        kind = "trace" if calls[0].trace_id == key else "conversation"
-        out.append(f"{path}: {kind} {key}: {blind} call(s) recorded no input (content is opt-in)")
-    messages, model = rebuild(path, exchanges, out)
-    return Run(title_of(messages), messages, OTelImporter.name, model, session_id=key)
+        if call.recorded:
+            request = exchange.request
+        else:
+            request, self.blind = self.previous, self.blind + 1
+        self.rebuilding.add(replace(exchange, request=request))
+        self.previous = request + ((exchange.response,) if exchange.response else ())
+        self.last_start = call.start
+
+    def run(self, path: str, out: list[str]) -> Run:
+        """The run of the calls added so far; what rebuilding changed goes to `out`."""
+        key = self.key
+        if self.blind:
+            kind = "trace" if self.by_trace else "conversation"
+            note = f"{self.blind} call(s) recorded no input (content is opt-in)"
+            out.append(f"{path}: {kind} {key}: {note}")
+        messages, model = self.rebuilding.result(path, out)
+        return Run(title_of(messages), messages, OTelImporter.name, model, session_id=key)
 
 
 def _is_call(attrs: Attrs) -> bool:
@@ -200,10 +252,10 @@ def _is_call(attrs: Attrs) -> bool:
     )
 
 
-def _call(attrs: Attrs) -> tuple[Exchange, bool]:
+def _call(attrs: Attrs, known: genai.Known | None) -> tuple[Exchange, bool]:
     """A span's call (its first output carries its usage) and whether input was recorded."""
     values = attrs.values
-    request, outputs = _sent(attrs)
+    request, outputs = _sent(attrs, known)
     system = genai.messages(attrs, "gen_ai.system_instructions")
     request = request if system is None else (*system, *(request or ()))
     tools = openinference.tools(attrs)
@@ -219,13 +271,15 @@ def _call(attrs: Attrs) -> tuple[Exchange, bool]:
     return exchange, request is not None
 
 
-def _sent(attrs: Attrs) -> tuple[tuple[Message, ...] | None, tuple[Message, ...]]:
+def _sent(
+    attrs: Attrs, known: genai.Known | None
+) -> tuple[tuple[Message, ...] | None, tuple[Message, ...]]:
     """The messages sent (None when not recorded) and the outputs, from the first of the
     mappings the span uses (see the module docstring)."""
     values = attrs.values
     if "gen_ai.input.messages" in values or "gen_ai.output.messages" in values:
         outputs = genai.messages(attrs, "gen_ai.output.messages") or ()
-        return genai.messages(attrs, "gen_ai.input.messages"), outputs
+        return genai.messages(attrs, "gen_ai.input.messages", known), outputs
     if openinference.records_messages(values):
         sent = openinference.messages(attrs, openinference.INPUT)
         return sent or None, openinference.messages(attrs, openinference.OUTPUT)

@@ -15,6 +15,7 @@ into messages (see contextsim.formats.otel for the sources).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from contextsim.formats.base import FormatError, arguments_text, expect, text_of
@@ -38,17 +39,54 @@ OPENAI_PARTS = frozenset({"text", "image_url", "input_audio", "file", "refusal"}
 OPENAI = OpenAIImporter()
 
 
-def messages(attrs: Attrs, key: str) -> tuple[Message, ...] | None:
-    """A current-convention attribute's messages (instructions: one); None if absent."""
-    if attrs.values.get(key) is None:
+@dataclass(slots=True)
+class Known:
+    """The input messages one conversation's last call sent, as JSON text without its
+    closing bracket and as read: a later call whose text starts the same repeats them,
+    and only what follows is read (instrumentations send the whole history with every
+    call, so reading it all again makes a conversation cost the square of its length).
+    Text that starts the same encodes the same messages: JSON is read left to right."""
+
+    text: str = ""
+    messages: tuple[Message, ...] = ()
+
+
+def messages(attrs: Attrs, key: str, known: Known | None = None) -> tuple[Message, ...] | None:
+    """A current-convention attribute's messages (instructions: one); None if absent.
+    With `known` (input messages only), messages it holds are reused (see Known) and
+    it is updated with these."""
+    raw = attrs.values.get(key)
+    if raw is None:
         return None
-    at, value = attrs.at(key), decoded(attrs.values[key])
+    at = attrs.at(key)
     if key.endswith("instructions"):
+        value = decoded(raw)
         parts = [{"type": "text", "content": value}] if isinstance(value, str) else value
         return (Message("system", _parts(attrs.path, at, parts), source=at),)
+    old, value = _repeated(raw, known)
     items = expect(attrs.path, at, value, list, "a JSON list of messages")
     output = key.endswith("output.messages")
-    return tuple(_message(attrs.path, f"{at}[{i}]", m, output) for i, m in enumerate(items))
+    new = (_message(attrs.path, f"{at}[{i}]", m, output) for i, m in enumerate(items, len(old)))
+    found = (*old, *new)
+    if known is not None and isinstance(raw, str) and raw.rstrip().endswith("]") and found:
+        known.text, known.messages = raw.rstrip()[:-1].rstrip(), found
+    return found
+
+
+def _repeated(raw: Any, known: Known | None) -> tuple[tuple[Message, ...], Any]:
+    """The messages of `known` that the JSON text `raw` repeats, and the rest of its
+    list decoded (all of it, decoded, when it does not start with them)."""
+    if known is None or not known.messages or not isinstance(raw, str):
+        return (), decoded(raw)
+    if not raw.startswith(known.text):
+        return (), decoded(raw)
+    rest = raw[len(known.text) :].lstrip()
+    tail = decoded("[" + rest[1:]) if rest[:1] == "," else None
+    if tail:  # "[a, ]" is no JSON: an empty tail after a comma is read whole, to fail
+        return known.messages, tail
+    if rest[:1] == "]":
+        return known.messages, decoded("[" + rest)
+    return (), decoded(raw)
 
 
 def _message(path: str, where: str, data: Any, output: bool) -> Message:

@@ -6,6 +6,7 @@ parameters whose defaults are the real system's, and a docstring citing its sour
 
 from __future__ import annotations
 
+from contextsim.policies.anthropic_compaction import AnthropicCompactionPolicy
 from contextsim.policies.base import Policy
 from contextsim.policies.compaction import (
     ClaudeCodePolicy,
@@ -14,10 +15,17 @@ from contextsim.policies.compaction import (
     SummarizingPolicy,
 )
 from contextsim.policies.deepagents import DeepAgentsPolicy
-from contextsim.policies.editing import AnthropicClearPolicy
+from contextsim.policies.editing import (
+    AnthropicClearPolicy,
+    AnthropicEditingPolicy,
+    ClearThinkingPolicy,
+)
 from contextsim.policies.langchain import LangChainClearPolicy, LangChainTrimPolicy
+from contextsim.policies.langchain_summary import LangChainSummaryPolicy
 from contextsim.policies.logged import LoggedPolicy
+from contextsim.policies.microcompact import MicrocompactPolicy
 from contextsim.policies.observations import LastNPolicy, MaskingPolicy, TrimmerPolicy
+from contextsim.policies.openai import CompactionPolicy, TruncationPolicy
 from contextsim.policies.seed import MythexPolicy, NonePolicy, TurnsPolicy
 
 POLICIES: dict[str, Policy] = {
@@ -29,8 +37,12 @@ POLICIES: dict[str, Policy] = {
         MythexPolicy(),
         DeepAgentsPolicy(),
         AnthropicClearPolicy(),
+        ClearThinkingPolicy(),
+        AnthropicEditingPolicy(),
+        AnthropicCompactionPolicy(),
         LangChainClearPolicy(),
         LangChainTrimPolicy(),
+        LangChainSummaryPolicy(),
         LastNPolicy(),
         MaskingPolicy(),
         TrimmerPolicy(),
@@ -38,5 +50,8 @@ POLICIES: dict[str, Policy] = {
         SummarizingPolicy(),
         CodexPolicy(),
         ClaudeCodePolicy(),
+        TruncationPolicy(),
+        CompactionPolicy(),
+        MicrocompactPolicy(),
     )
 }

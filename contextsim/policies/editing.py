@@ -1,9 +1,11 @@
-"""Context editing: clear the oldest tool results above a trigger, keep the newest few.
+"""Context editing: clear the oldest tool results above a trigger, keep the newest few;
+clear the thinking of all but the newest assistant turns.
 
 Here: what every tool-use clearing policy shares (which messages hold the newest `keep`
-tool uses, the statics of cleared results and cleared call inputs) and the policy of
-Anthropic's API, `anthropic_clear_tool_uses`. LangChain's port of it is in
-policies.langchain.
+tool uses, the statics of cleared results and cleared call inputs) and the policies of
+Anthropic's API: `anthropic_clear_tool_uses`, `anthropic_clear_thinking` and
+`anthropic_context_editing` (both edits in one list). LangChain's port of tool-use
+clearing is in policies.langchain.
 
 Source: Anthropic API documentation, "Context editing", strategy
 `clear_tool_uses_20250919` (beta header context-management-2025-06-27): once the
@@ -13,6 +15,13 @@ chronological order and replaced by a placeholder, keeping the last `keep` tool 
 tokens; results of `exclude_tools` are never cleared; `clear_tool_inputs` clears the
 tool-use parameters of cleared uses too. Editing happens server-side on every request,
 on the full history the client sends, so each request is edited afresh (stateless).
+
+Strategy `clear_thinking_20251015` (same beta header; same page): the thinking blocks of
+all but the newest `keep` assistant turns are removed (`keep` {"type": "thinking_turns",
+"value": N}, N > 0, default 1; or "all", which keeps every one). An assistant turn may
+span several assistant messages (a tool loop): everything from a real user message to
+the next. Both strategies go in one `context_management.edits` list, applied in order,
+and the thinking strategy must be listed first.
 
 Units: tokens under the run's estimator unless said otherwise; indexes are messages.
 """
@@ -25,8 +34,8 @@ from dataclasses import dataclass
 
 from contextsim.accounting import Accountant
 from contextsim.estimators import MESSAGE_OVERHEAD
-from contextsim.policies.base import Context, Plan, Statics
-from contextsim.skeleton import Skeleton, prefix_sums
+from contextsim.policies.base import Context, Plan, Statics, no_statics
+from contextsim.skeleton import Skeleton, prefix_sums, thinking_of
 
 ANTHROPIC_PLACEHOLDER = "[Tool result cleared]"
 """Stands in for the API's placeholder, whose exact text the documentation does not
@@ -137,34 +146,100 @@ class AnthropicClearParams:
     """Also clear the inputs (arguments) of the cleared tool uses."""
 
 
-class AnthropicClearPlanner:
-    """Per request: over the trigger, clear every result older than the newest `keep`
-    tool uses, unless that frees fewer than `clear_at_least` tokens (all or nothing)."""
+class ThinkingTurns:
+    """The run's assistant messages holding thinking, numbered by assistant turn, to
+    find in O(log M) where the thinking of the newest `keep` turns that hold thinking
+    begins. A turn runs from a real user message (Skeleton.user_turn) to the next; the
+    messages before the first user message are a turn of their own."""
 
-    def __init__(self, ctx: Context, params: AnthropicClearParams) -> None:
+    def __init__(self, sk: Skeleton) -> None:
+        thinking = thinking_of(sk)
+        self.at: list[int] = []
+        self.ranks: list[int] = []
+        """ranks[j]: how many distinct turns hold thinking up to at[j] (from 1)."""
+        turn, last, rank = 0, -1, 0
+        for i, (t, starts, role) in enumerate(zip(thinking, sk.user_turn, sk.roles, strict=True)):
+            turn += starts
+            if t > 0 and role == "assistant":
+                if turn != last:
+                    rank, last = rank + 1, turn
+                self.at.append(i)
+                self.ranks.append(rank)
+
+    def boundary(self, end: int, keep: int) -> int:
+        """thinking_before of history [0, end): the first message with thinking of the
+        newest `keep` turns holding thinking (0: nothing to clear)."""
+        n = bisect.bisect_left(self.at, end)
+        first = (self.ranks[n - 1] if n else 0) - keep + 1
+        if first <= 1:
+            return 0
+        return self.at[bisect.bisect_left(self.ranks, first)]
+
+
+def thinking_statics(sk: Skeleton, statics: Statics) -> Statics:
+    """`statics` with every assistant message's thinking clearable (Statics.thinking)."""
+    thinking = [
+        t if role == "assistant" else 0 for t, role in zip(thinking_of(sk), sk.roles, strict=True)
+    ]
+    return Statics(
+        statics.clearable,
+        statics.cleared_tokens,
+        statics.offloaded,
+        statics.offload_tokens,
+        thinking,
+    )
+
+
+class AnthropicClearPlanner:
+    """Per request, Anthropic's edits in their order: first (when `keep_thinking` is
+    not None) the thinking of all but the newest `keep_thinking` assistant turns is
+    cleared; then (when `tools` is given) over the trigger, counted after the thinking
+    edit, every result older than the newest `keep` tool uses is cleared, unless that
+    frees fewer than `clear_at_least` tokens (all or nothing)."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        tools: AnthropicClearParams | None,
+        keep_thinking: int | None = None,
+    ) -> None:
         sk = ctx.skeleton
-        results = [
-            n > 0 and not excluded(names, params.exclude_tools)
-            for n, names in zip(sk.result_count, sk.tool_names, strict=True)
-        ]
-        inputs = cleared_inputs(sk, results) if params.clear_tool_inputs else {}
-        note = ctx.count(ANTHROPIC_PLACEHOLDER)
-        self.statics = clearing_statics(sk, results, note, inputs, ctx.count(EMPTY_INPUT))
+        if tools is not None:
+            results = [
+                n > 0 and not excluded(names, tools.exclude_tools)
+                for n, names in zip(sk.result_count, sk.tool_names, strict=True)
+            ]
+            inputs = cleared_inputs(sk, results) if tools.clear_tool_inputs else {}
+            note = ctx.count(ANTHROPIC_PLACEHOLDER)
+            statics = clearing_statics(sk, results, note, inputs, ctx.count(EMPTY_INPUT))
+            self.uses = ToolUses(sk, results)
+        else:
+            statics = no_statics(sk.size)
+        if keep_thinking is not None:
+            statics = thinking_statics(sk, statics)
+            self.turns = ThinkingTurns(sk)
+        self.statics = statics
         self.acct = Accountant(sk, self.statics)
-        self.uses = ToolUses(sk, results)
-        self.params = params
+        self.tools = tools
+        self.keep_thinking = keep_thinking
         self.provider = ctx.provider
 
     def plan(self, end: int) -> Plan:
-        params = self.params
-        if self.provider(self.acct.raw[end]) <= params.trigger:
-            return Plan(end)
+        tb = 0
+        stage = "none"
+        if self.keep_thinking is not None:
+            tb = self.turns.boundary(end, self.keep_thinking)
+            if self.acct.think_count[min(tb, end)]:
+                stage = "clear"
+        params = self.tools
+        if params is None or self.provider(self.acct.span(0, end, 0, tb)) <= params.trigger:
+            return Plan(end, stage=stage, thinking_before=tb)
         cb = self.uses.boundary(self.uses.older_than_kept(end, params.keep))
         # clear_save[cb]: tokens freed by clearing everything clearable before cb,
         # results and (with clear_tool_inputs) call inputs alike.
         if cb == 0 or self.acct.clear_save[cb] < (params.clear_at_least or 0):
-            return Plan(end)
-        return Plan(end, clear_before=cb, stage="clear")
+            return Plan(end, stage=stage, thinking_before=tb)
+        return Plan(end, clear_before=cb, stage="clear", thinking_before=tb)
 
 
 class AnthropicClearPolicy:
@@ -189,4 +264,112 @@ class AnthropicClearPolicy:
         return AnthropicClearPlanner(ctx, params)
 
     def replacements(self, params: AnthropicClearParams) -> dict[str, str]:
+        return {"c": ANTHROPIC_PLACEHOLDER}
+
+
+def _check_keep(keep: int) -> None:
+    if keep < 1:
+        raise ValueError("keep must be at least 1 (the API's thinking_turns value is > 0)")
+
+
+@dataclass(frozen=True, slots=True)
+class ClearThinkingParams:
+    keep: int = 1
+    """The newest assistant turns holding thinking whose thinking is kept (the API's
+    {"type": "thinking_turns", "value": keep}); at least 1."""
+    keep_all: bool = False
+    """Keep every thinking block (the API's keep "all"): nothing is cleared."""
+
+    def __post_init__(self) -> None:
+        _check_keep(self.keep)
+
+
+class ClearThinkingPolicy:
+    """Anthropic API context editing, strategy `clear_thinking_20251015`: on every
+    request, the thinking of all but the newest `keep` assistant turns is removed
+    (`keep_all`: none is). With extended thinking on and no such edit, the API behaves
+    as with keep 1.
+
+    Source: Anthropic documentation, "Context editing", thinking block clearing
+    (build-with-claude/context-editing; beta header context-management-2025-06-27);
+    parameter shapes from the anthropic SDK 2.15.0, anthropic/types/beta/
+    beta_clear_thinking_20251015_edit_param.py. Units: a turn is every message from a
+    real user message to the next (a tool loop is one turn); tokens are the run's
+    estimator's count of each assistant message's thinking parts. Approximate: `keep`
+    counts turns that hold thinking (the documentation's "assistant turns with thinking
+    blocks"), so a turn without thinking does not use up one; a cleared block is
+    removed whole, with no placeholder; the API's own count of a thinking block (its
+    signature included) is not known here. Clearing breaks the prompt cache where it
+    starts, which the cached prefix shows.
+    """
+
+    name = "anthropic_clear_thinking"
+    label = "anthropic_clear_thinking: API context editing (clear_thinking_20251015)"
+    source = "Anthropic API docs, context editing, clear_thinking_20251015"
+    Params = ClearThinkingParams
+
+    def setup(self, ctx: Context, params: ClearThinkingParams) -> AnthropicClearPlanner:
+        return AnthropicClearPlanner(ctx, None, None if params.keep_all else params.keep)
+
+    def replacements(self, params: ClearThinkingParams) -> dict[str, str]:
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class AnthropicEditingParams:
+    keep_thinking: int = 1
+    """clear_thinking_20251015's `keep`: the newest assistant turns holding thinking
+    whose thinking is kept; at least 1."""
+    keep_all_thinking: bool = False
+    """clear_thinking_20251015's keep "all": no thinking is cleared."""
+    trigger: int = 100_000
+    """clear_tool_uses_20250919's trigger: tool results are cleared once the request,
+    its thinking already cleared, exceeds this many input tokens."""
+    keep: int = 3
+    """The newest tool uses kept whole."""
+    clear_at_least: int | None = None
+    """Clear no tool result unless at least this many tokens can be cleared (None: no
+    minimum)."""
+    exclude_tools: tuple[str, ...] = ()
+    """Tools whose uses and results are never cleared."""
+    clear_tool_inputs: bool = False
+    """Also clear the inputs (arguments) of the cleared tool uses."""
+
+    def __post_init__(self) -> None:
+        _check_keep(self.keep_thinking)
+
+    def tools(self) -> AnthropicClearParams:
+        """The clear_tool_uses_20250919 part of these parameters."""
+        return AnthropicClearParams(
+            self.trigger, self.keep, self.clear_at_least, self.exclude_tools, self.clear_tool_inputs
+        )
+
+
+class AnthropicEditingPolicy:
+    """Anthropic API context editing with both strategies in one
+    `context_management.edits` list, in the order the API requires: first
+    `clear_thinking_20251015` (the thinking of all but the newest `keep_thinking`
+    assistant turns removed), then `clear_tool_uses_20250919` (over `trigger` input
+    tokens the oldest tool results cleared, the newest `keep` tool uses kept).
+
+    Source: Anthropic documentation, "Context editing" (build-with-claude/
+    context-editing), "Combining strategies": the thinking strategy must be listed
+    first. Edits apply in order, so the tool-use trigger and `clear_at_least` are
+    compared with the request after its thinking is cleared (our reading of "applied in
+    order"). Everything approximate in `anthropic_clear_tool_uses` and
+    `anthropic_clear_thinking` is here too.
+    """
+
+    name = "anthropic_context_editing"
+    label = "anthropic_context_editing: clear thinking, then tool uses (API context editing)"
+    source = (
+        "Anthropic API docs, context editing, clear_thinking_20251015 + clear_tool_uses_20250919"
+    )
+    Params = AnthropicEditingParams
+
+    def setup(self, ctx: Context, params: AnthropicEditingParams) -> AnthropicClearPlanner:
+        keep = None if params.keep_all_thinking else params.keep_thinking
+        return AnthropicClearPlanner(ctx, params.tools(), keep)
+
+    def replacements(self, params: AnthropicEditingParams) -> dict[str, str]:
         return {"c": ANTHROPIC_PLACEHOLDER}

@@ -22,6 +22,15 @@ def test_a_sweep_started_from_a_collection_shows_its_outcome_and_opens_cells(pag
     page.locator("text=Done: 12 of 12 cells").wait_for()
     for key in ("finished", "peak", "cost"):
         page.locator(f"[data-figure='sweep-{key}'] .main-svg").first.wait_for()
+    # The frontier: one line per policy, both in the legend, their points labelled by
+    # budget; mythex finishes all three runs at both budgets, turns none.
+    frontier = page.locator("[data-figure='frontier-cost']")
+    frontier.locator(".main-svg").first.wait_for()
+    legend = frontier.locator(".legend .legendtext").all_text_contents()
+    assert sorted(legend) == ["mythex", "turns"]
+    assert frontier.locator(".scatterlayer .trace").count() == 2
+    labels = frontier.locator(".scatterlayer .textpoint").all_text_contents()
+    assert sorted(labels) == ["10k", "10k", "30k", "30k"]
     rows = page.locator("table.data").first.inner_text()
     assert re.search(r"turns\s+10,000\s+0 of 3", rows)
     assert re.search(r"mythex\s+30,000\s+3 of 3", rows)

@@ -106,6 +106,7 @@ def test_the_page_polls_while_cells_are_open_and_shows_the_outcome_when_done(
     first = fleet[0]
     assert f"/runs/{first.public_id}/?policy=turns&amp;budget=10000&amp;hard_limit=40000" in done
     assert '"sweep-finished"' in done  # figure data for the charts
+    assert '"frontier-cost"' in done and '"frontier-peak"' in done
 
 
 def test_a_cell_delivered_twice_is_computed_once(alice_client, fleet, queued):

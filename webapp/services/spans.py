@@ -11,8 +11,10 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Count, Max
 
-from contextsim.formats.otel import BODY, SpanCall, calls_of, runs_from, span_call
+from contextsim import model as core
+from contextsim.formats.otel import BODY, Conversation, Inputs, SpanCall, calls_of, span_call
 from webapp.models import ReceivedSpan, Run, SpanGroup
 from webapp.services.streaming import sync_run
 
@@ -37,7 +39,7 @@ def receive_export(owner: AbstractBaseUser, export: Any) -> Receipt:
     per conversation, so a bad span or conversation never undoes the others and none is
     half saved. Spans that are not model calls are skipped. Raises FormatError when
     `export` is not an OTLP export at all."""
-    found = calls_of(export)
+    found = calls_of(export, inputs=_INPUTS)
     rejected = list(found.rejected)
     groups: dict[str, list[SpanCall]] = defaultdict(list)
     for call in found.calls:
@@ -72,8 +74,9 @@ def _store_group(
     """Store the calls of one conversation and, if any was new, bring its run in step.
     Returns how many were new and the run if it changed."""
     group, _ = SpanGroup.objects.get_or_create(owner=owner, key=key)
-    group = SpanGroup.objects.select_for_update().get(pk=group.pk)
-    before = group.spans.count()
+    group = SpanGroup.objects.select_for_update().select_related("run").get(pk=group.pk)
+    before = group.spans.aggregate(n=Count("pk"), last=Max("pk"))
+    spans = (before["n"], before["last"] or 0)
     rows = [
         ReceivedSpan(
             owner=owner,
@@ -88,16 +91,100 @@ def _store_group(
     # The unique constraint, not a look-up, keeps a retried span out: it holds when two
     # deliveries of one batch race.
     ReceivedSpan.objects.bulk_create(rows, ignore_conflicts=True)
-    added = group.spans.count() - before
-    if not added:
+    new = list(
+        group.spans.filter(pk__gt=spans[1]).values_list("pk", "trace_id", "span_id", "start")
+    )
+    if not new:
         return 0, None
-    for call in calls:
+    by_id = {}
+    for call in reversed(calls):  # the first of a span sent twice is the one stored
+        by_id[call.trace_id, call.span_id] = call
+    for call in by_id.values():
         _remember(owner.pk, call)
-    (run,) = runs_from(BODY, _stored_calls(owner.pk, group), [])
-    stored, changed = sync_run(owner, f"otel:{key}"[:600], run, group.run)
+    place = (owner.pk, group.pk)
+    try:
+        return len(new), _follow(
+            owner, group, spans, [(r[3], r[0], by_id[r[1], r[2]]) for r in new]
+        )
+    except BaseException:
+        # What this process followed may be ahead of what the rollback leaves stored.
+        _FOLLOWED.pop(place, None)
+        raise
+
+
+def _follow(
+    owner: AbstractBaseUser,
+    group: SpanGroup,
+    spans: tuple[int, int],
+    new: list[tuple[int, int, SpanCall]],
+) -> Run | None:
+    """Bring the group's run in step once its `new` calls ((start, pk, call)) are
+    stored after `spans` ((count, last pk) of those stored before). When this process
+    followed the group up to exactly those and the new calls start no earlier than the
+    last one, they are added to what it followed (each call's messages read once);
+    otherwise every stored call is read again. Returns the run if it changed."""
+    place = (owner.pk, group.pk)
+    new.sort(key=lambda n: n[:2])
+    followed = _FOLLOWED.pop(place, None)
+    stored_run = group.run
+    if followed is None or not followed.continues(spans, stored_run, new[0][0]):
+        followed = Followed(_conversation(group, _stored_calls(owner.pk, group)))
+        synced = None
+    else:
+        for _, _, call in new:
+            followed.conversation.add(call)
+        synced = followed.messages
+    run = followed.conversation.run(BODY, [])
+    stored, changed = sync_run(owner, f"otel:{group.key}"[:600], run, stored_run, synced)
     if group.run_id != stored.pk:
         SpanGroup.objects.filter(pk=group.pk).update(run=stored)
-    return added, stored if changed is not None else None
+    followed.spans = (spans[0] + len(new), max(n[1] for n in new))
+    followed.run_id, followed.revision = stored.pk, stored.revision
+    followed.messages = run.messages
+    _FOLLOWED[place] = followed
+    while len(_FOLLOWED) > FOLLOWED_KEPT:
+        _FOLLOWED.popitem(last=False)
+    return stored if changed is not None else None
+
+
+def _conversation(group: SpanGroup, calls: list[SpanCall]) -> Conversation:
+    """The group's conversation built from `calls` (in start order)."""
+    conversation = Conversation(group.key, bool(calls) and calls[0].trace_id == group.key)
+    for call in calls:
+        conversation.add(call)
+    return conversation
+
+
+@dataclass(slots=True)
+class Followed:
+    """What this process knows of a group it brought in step: its conversation so far,
+    the spans it was built from ((count, last pk)), and the run it synced: its id, its
+    revision after, and the messages it then holds."""
+
+    conversation: Conversation
+    spans: tuple[int, int] = (0, 0)
+    run_id: int | None = None
+    revision: int = -1
+    messages: tuple[core.Message, ...] = ()
+
+    def continues(self, spans: tuple[int, int], run: Run | None, start: int) -> bool:
+        """Whether calls starting at `start` (ns) can be added to the conversation:
+        the group's stored spans and its run are those it followed, unchanged since,
+        and they start no earlier than the last call added."""
+        last = self.conversation.last_start
+        return (
+            self.spans == spans
+            and run is not None
+            and (run.pk, run.revision) == (self.run_id, self.revision)
+            and last is not None
+            and start >= last
+        )
+
+
+FOLLOWED_KEPT = 2_000
+"""How many groups this process keeps following (the most recently changed)."""
+_FOLLOWED: OrderedDict[tuple[int, int], Followed] = OrderedDict()
+_INPUTS = Inputs(FOLLOWED_KEPT)
 
 
 def _stored_calls(owner_id: int, group: SpanGroup) -> list[SpanCall]:

@@ -116,9 +116,12 @@ def append_messages(
         start = end if start is None else start
         if not 0 <= start <= end:
             raise ValueError(f"start: expected a position from 0 to {end}, got {start}")
-        removed = Message.objects.filter(run=locked, index__gte=start)
-        dropped_calls = sum(_calls(parts) for parts in removed.values_list("parts", flat=True))
-        removed.delete()
+        dropped_calls = 0
+        if start < end:  # nothing to read or delete when only adding
+            removed = Message.objects.filter(run=locked, index__gte=start)
+            parts = removed.values_list("parts", flat=True)
+            dropped_calls = sum(_calls(p) for p in parts)
+            removed.delete()
         insert_messages(locked.pk, start, _rows(messages) if rows is None else rows)
         RunSkeleton.objects.filter(run=locked).delete()
         EstimatorReport.objects.filter(run=locked).delete()  # it read the old text
@@ -186,19 +189,27 @@ def sync_file(
 
 
 def sync_run(
-    owner: AbstractBaseUser, key: str, run: core.Run, stored: Run | None
+    owner: AbstractBaseUser,
+    key: str,
+    run: core.Run,
+    stored: Run | None,
+    synced: Sequence[core.Message] | None = None,
 ) -> tuple[Run, int | None]:
     """Bring `stored`, the live run that follows `key`, in step with `run` as its source
     now says: created (private, owned by `owner`, joined to its session) when None;
     else its title, model and compactions updated and its messages replaced from the
-    first that differs. Returns the stored run and how many messages were added or
-    replaced (None when nothing changed)."""
+    first that differs. `synced`, when the caller knows it, is what `stored` holds (the
+    messages of the run it was last brought in step with, unchanged since): then the
+    stored messages are not read. Returns the stored run and how many messages were
+    added or replaced (None when nothing changed)."""
     if stored is None:
         stored = create_live_run(owner, run, key)
         join_sessions(owner, [stored])
         return stored, len(run.messages)
     _update_header(stored, run)
-    start = _first_difference(stored, run)
+    start = (
+        _first_difference(stored, run) if synced is None else _first_change(synced, run.messages)
+    )
     if start < len(run.messages) or start < stored.message_count:
         tail = run.messages[start:]
         append_messages(stored, tail, start, _rows(tail))
@@ -246,6 +257,15 @@ def _first_difference(stored: Run, run: core.Run) -> int:
             return i
         count = i + 1
     return count
+
+
+def _first_change(old: Sequence[core.Message], new: Sequence[core.Message]) -> int:
+    """The first position where `old` and `new` differ as _first_difference compares
+    them (the same message object is the same without looking)."""
+    for i, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a is not b and _key(a) != _key(b):
+            return i
+    return min(len(old), len(new))
 
 
 USAGE_FIELDS = ("usage_input", "usage_cache_read", "usage_cache_write", "usage_output")

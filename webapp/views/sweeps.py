@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from webapp import tasks
+from webapp.charts.frontier import frontier_figures
 from webapp.charts.sweeps import sweep_figures
 from webapp.forms import SweepForm
 from webapp.selectors import estimators, runs
@@ -81,5 +82,6 @@ def sweep_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     if progress.finished:
         view = sweep_selectors.sweep_view(sweep)
         figures = sweep_figures(view.configs, view.totals, sweep.hard_limit)
-        context.update({"view": view, "figures": figures})
+        frontiers = frontier_figures(view.configs, view.totals, context["run_count"])
+        context.update({"view": view, "figures": figures, "frontiers": frontiers})
     return render(request, "sweeps/detail.html", context)
