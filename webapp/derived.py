@@ -174,13 +174,18 @@ _CACHE_SIZE = 64
 def skeleton_of(run: Run, estimator: str, counter: Estimator | None = None) -> Skeleton:
     """The run's skeleton under `estimator`, kept in a small in-process cache keyed by
     the run's public id (never reused, unlike a primary key after a deletion) and its
-    revision (so a run that grows is read again); built and stored when missing."""
+    revision (so a run that grows is read again); built and stored when missing or
+    stored in an older layout."""
     key = (run.public_id, estimator, run.revision)
     found = _CACHE.get(key)
     if found is None:
         row = RunSkeleton.objects.filter(
             run=run, estimator=estimator, revision=run.revision
         ).first()
+        if row is not None and not skeleton.current(row.data):
+            # Stored in an older layout (skeleton.LAYOUT): built again from the messages.
+            RunSkeleton.objects.filter(pk=row.pk).delete()
+            row = None
         if row is not None:
             found = from_dict(row.data)
         else:

@@ -50,6 +50,11 @@ urlpatterns = [
     ),
     path("s/<str:token>/", sharing.open_share, name="open-share"),
     path("collections/<str:public_id>/", collections.collection, name="collection"),
+    path(
+        "collections/<str:public_id>/frontier/",
+        collections.collection_frontier,
+        name="collection-frontier",
+    ),
     path("sweeps/", sweeps.sweeps_list, name="sweeps"),
     path("sweeps/new/", sweeps.new_sweep, name="sweep-new"),
     path("sweeps/<str:public_id>/", sweeps.sweep_detail, name="sweep"),

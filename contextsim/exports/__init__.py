@@ -13,7 +13,7 @@ Units: tokens, as the policies' own parameters.
 
 from __future__ import annotations
 
-from contextsim.exports import claude_code, codex, openai
+from contextsim.exports import anthropic, claude_code, codex, openai
 from contextsim.exports.base import ExportContext, Exporter, Snippet
 
 EXPORTERS: dict[str, Exporter] = {}
@@ -21,6 +21,7 @@ EXPORTERS: dict[str, Exporter] = {}
 EXPORTERS.update(openai.EXPORTS)
 EXPORTERS.update(codex.EXPORTS)
 EXPORTERS.update(claude_code.EXPORTS)
+EXPORTERS.update(anthropic.EXPORTS)
 
 
 def export(policy: str, ctx: ExportContext) -> tuple[Snippet, ...]:

@@ -6,6 +6,7 @@ parameters whose defaults are the real system's, and a docstring citing its sour
 
 from __future__ import annotations
 
+from contextsim.policies.adk import AdkPolicy
 from contextsim.policies.anthropic_compaction import AnthropicCompactionPolicy
 from contextsim.policies.base import Policy
 from contextsim.policies.compaction import (
@@ -20,8 +21,10 @@ from contextsim.policies.editing import (
     AnthropicEditingPolicy,
     ClearThinkingPolicy,
 )
+from contextsim.policies.inspect_ai import InspectPolicy
 from contextsim.policies.langchain import LangChainClearPolicy, LangChainTrimPolicy
 from contextsim.policies.langchain_summary import LangChainSummaryPolicy
+from contextsim.policies.letta import LettaSlidingPolicy, LettaSummarizerPolicy
 from contextsim.policies.logged import LoggedPolicy
 from contextsim.policies.microcompact import MicrocompactPolicy
 from contextsim.policies.observations import LastNPolicy, MaskingPolicy, TrimmerPolicy
@@ -53,5 +56,9 @@ POLICIES: dict[str, Policy] = {
         TruncationPolicy(),
         CompactionPolicy(),
         MicrocompactPolicy(),
+        LettaSummarizerPolicy(),
+        LettaSlidingPolicy(),
+        AdkPolicy(),
+        InspectPolicy(),
     )
 }

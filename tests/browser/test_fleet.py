@@ -71,3 +71,16 @@ def test_the_fleet_chart_after_a_policy_change_looks_like_a_fresh_load(page, fle
     before = chart_image(fresh, "[data-figure='fleet-data']")
     other.close()
     assert differing_share(after, before) < 0.01
+
+
+def test_the_frontier_is_drawn_when_scrolled_to_with_both_policies(page, fleet):
+    collection = fleet[0].collection
+    page.goto(
+        f"{page.base}/collections/{collection.public_id}/?policy=mythex&compare=turns&budget=10000&hard_limit=40000&estimator=chars4"
+    )
+    page.locator("#frontier").scroll_into_view_if_needed()
+    chart = page.locator("[data-figure='frontier-cost']")
+    chart.locator(".main-svg").first.wait_for()
+    assert sorted(chart.locator(".legend .legendtext").all_text_contents()) == ["mythex", "turns"]
+    assert chart.locator(".scatterlayer .trace").count() == 2
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280

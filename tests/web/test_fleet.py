@@ -56,3 +56,37 @@ def test_a_private_collection_is_404_to_others(fleet, bob):
     client.force_login(bob)
     assert _page(client, fleet).status_code == 404
     assert _page(Client(), fleet).status_code == 404
+
+
+def _figure(html: str, element: str) -> dict:  # type: ignore[type-arg]
+    return json.loads(
+        html.split(f'id="{element}" type="application/json">')[1].split("</script>")[0]
+    )
+
+
+def test_the_frontier_puts_each_policy_at_budgets_around_the_chosen_one(alice_client, fleet):
+    collection = fleet[0].collection
+    url = reverse("collection-frontier", args=[collection.public_id])
+    query = {**SCALED, "policy": "mythex", "compare": "turns"}
+    answer = alice_client.get(url, query, headers={"HX-Request": "true"})
+    assert answer.status_code == 200
+    cost = _figure(answer.content.decode(), "frontier-cost")
+    lines = {t["name"]: t for t in cost["data"]}
+    assert list(lines) == ["mythex", "turns"]
+    # 0.25x to 2x of 10,000, at most the 40,000 hard limit.
+    assert lines["mythex"]["text"] == ["2.5k", "5k", "10k", "15k", "20k"]
+    # At 10,000 the seed incident's pattern holds: mythex finishes all 8 subagents and
+    # the main run, turns only the main run (the page above says the same).
+    mythex = dict(zip(lines["mythex"]["text"], lines["mythex"]["x"], strict=True))
+    turns = dict(zip(lines["turns"]["text"], lines["turns"]["x"], strict=True))
+    page = _page(alice_client, fleet, policy="mythex", **SCALED).content.decode()
+    finished = int(page.split("Runs finished</dt><dd")[1].split(">")[1].split(" of")[0])
+    assert mythex["10k"] == finished
+    assert turns["10k"] < mythex["10k"]
+
+
+def test_the_frontier_loads_when_scrolled_to_and_has_a_real_link(alice_client, fleet):
+    page = _page(alice_client, fleet, policy="mythex", **SCALED).content.decode()
+    assert 'hx-trigger="revealed"' in page and "frontier=1#frontier" in page
+    inline = _page(alice_client, fleet, policy="mythex", frontier="1", **SCALED).content.decode()
+    assert '"frontier-cost"' in inline and 'hx-trigger="revealed"' not in inline

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from contextsim.estimators import Estimator
-from contextsim.sweep import Outcome, Totals, outcome, totals
+from contextsim.sweep import Config, Outcome, Totals, outcome, totals
 from webapp.models import Run
 from webapp.selectors.analysis import Analysis, analyse
 from webapp.viewstate import ViewState
@@ -38,3 +38,29 @@ def analyse_fleet(
         rows.append(FleetRow(run, outcome(result.main, result.problems), other, result))
     others = [r.other for r in rows if r.other is not None]
     return Fleet(rows, totals(r.outcome for r in rows), totals(others) if others else None)
+
+
+FRONTIER_FACTORS = (0.25, 0.5, 1.0, 1.5, 2.0)
+"""The budgets of a collection's frontier, as multiples of the state's budget."""
+
+
+def frontier(
+    runs: list[Run], state: ViewState, estimators: dict[str, Estimator] | None = None
+) -> tuple[list[Config], list[Totals]]:
+    """The fleet's totals for the state's policy (and the compared one, with its own
+    parameters) at budgets around the state's (FRONTIER_FACTORS, at least 1,000 tokens,
+    at most the hard limit): the points of the collection's frontier."""
+    budgets = sorted(
+        {min(max(round(state.budget * f), 1_000), state.hard_limit) for f in FRONTIER_FACTORS}
+    )
+    chosen = [(state.policy, state.params)]
+    if state.compare:
+        chosen.append((state.compare, state.compare_params))
+    configs, found = [], []
+    for policy, params in chosen:
+        for budget in budgets:
+            alone = replace(state, policy=policy, params=params, compare="", budget=budget)
+            results = [analyse(run, alone, estimators) for run in runs]
+            configs.append(Config(policy, budget))
+            found.append(totals(outcome(r.main, r.problems) for r in results))
+    return configs, found

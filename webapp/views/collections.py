@@ -10,8 +10,9 @@ from django.views.decorators.http import require_GET
 from contextsim.policies import POLICIES
 from webapp import viewstate
 from webapp.charts.fleet import fleet_figure
+from webapp.charts.frontier import frontier_figures
 from webapp.selectors import estimators, runs, sessions
-from webapp.selectors.fleet import analyse_fleet
+from webapp.selectors.fleet import analyse_fleet, frontier
 from webapp.views.dashboard import push_canonical
 
 
@@ -37,6 +38,9 @@ def collection(request: HttpRequest, public_id: str) -> HttpResponse:
         context["error"], status = str(exc), 400
     else:
         fleet = analyse_fleet(members, state, choices)
+        if request.GET.get("frontier"):  # asked for in the page, not loaded by htmx
+            configs, totals = frontier(members, state, choices)
+            context["frontiers"] = frontier_figures(configs, totals, len(members))
         context.update(
             {
                 "state": state,
@@ -51,3 +55,24 @@ def collection(request: HttpRequest, public_id: str) -> HttpResponse:
     if request.htmx and status == 200:
         push_canonical(request, response, str(context["permalink"]))
     return response
+
+
+@require_GET
+def collection_frontier(request: HttpRequest, public_id: str) -> HttpResponse:
+    """The collection's frontier under the query's settings, for htmx (loaded when
+    scrolled to: it simulates every run at several budgets); the page's link asks the
+    collection page for it (`frontier=1`)."""
+    found, members = runs.get_collection(request.user, public_id)
+    choices = estimators.estimators_for(request.user)
+    defaults = viewstate.defaults_for(members[0].model, members[0].context_window)
+    try:
+        state = viewstate.read_state(request.GET, choices, defaults)
+    except viewstate.BadQuery as exc:
+        return render(request, "collection.html#frontier", {"error": str(exc)}, status=400)
+    configs, totals = frontier(members, state, choices)
+    context = {
+        "collection": found,
+        "state": state,
+        "frontiers": frontier_figures(configs, totals, len(members)),
+    }
+    return render(request, "collection.html#frontier", context)
