@@ -13,7 +13,18 @@ Units: tokens, as the policies' own parameters.
 
 from __future__ import annotations
 
-from contextsim.exports import anthropic, claude_code, codex, openai
+from contextsim.exports import (
+    adk,
+    anthropic,
+    claude_code,
+    codex,
+    inspect_ai,
+    langchain,
+    letta,
+    openai,
+    openhands,
+    swe_agent,
+)
 from contextsim.exports.base import ExportContext, Exporter, Snippet
 
 EXPORTERS: dict[str, Exporter] = {}
@@ -22,6 +33,12 @@ EXPORTERS.update(openai.EXPORTS)
 EXPORTERS.update(codex.EXPORTS)
 EXPORTERS.update(claude_code.EXPORTS)
 EXPORTERS.update(anthropic.EXPORTS)
+EXPORTERS.update(letta.EXPORTS)
+EXPORTERS.update(adk.EXPORTS)
+EXPORTERS.update(inspect_ai.EXPORTS)
+EXPORTERS.update(swe_agent.EXPORTS)
+EXPORTERS.update(openhands.EXPORTS)
+EXPORTERS.update(langchain.EXPORTS)
 
 
 def export(policy: str, ctx: ExportContext) -> tuple[Snippet, ...]:

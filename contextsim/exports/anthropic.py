@@ -32,6 +32,10 @@ DEFAULT_MODEL = "claude-sonnet-4-6"
 MAX_TOKENS = 16_000
 THINKING = {"type": "enabled", "budget_tokens": 10_000}
 """Extended thinking, which thinking clearing needs (the documentation's example)."""
+ADAPTIVE = {"type": "adaptive"}
+ADAPTIVE_MODELS = ("claude-opus-4-6", "claude-mythos-preview")
+"""Models on which the SDK warns that enabled thinking is deprecated for adaptive
+(anthropic 2.15.0, anthropic/_data/models_to_warn_with_thinking_enabled.py)."""
 
 
 def model_name(ctx: ExportContext) -> tuple[str, tuple[str, ...]]:
@@ -114,8 +118,9 @@ def _snippets(
     notes = (*model_notes, *notes)
     management = {"edits": edits}
     body: dict[str, Any] = {"model": model, "max_tokens": MAX_TOKENS}
+    thought = ADAPTIVE if model in ADAPTIVE_MODELS else THINKING
     if thinking:
-        body["thinking"] = THINKING
+        body["thinking"] = thought
     body["messages"] = [{"role": "user", "content": "Hello"}]
     body["context_management"] = management
     fields = json.dumps({"context_management": management}, indent=2)
@@ -136,7 +141,7 @@ def _snippets(
         "response = client.beta.messages.create(\n"
         f"    model={json.dumps(model)},\n"
         f"    max_tokens={MAX_TOKENS},\n"
-        + (f"    thinking={python_literal(THINKING, 1)},\n" if thinking else "")
+        + (f"    thinking={python_literal(thought, 1)},\n" if thinking else "")
         + "    messages=messages,\n"
         f"    betas=[{json.dumps(beta)}],\n"
         f"    context_management={literal},\n"
@@ -158,7 +163,8 @@ def _snippets(
 
 COUNTING = (
     "The API compares its trigger with its own count of the whole request (system "
-    "prompt and tools included); the simulation compared it with the reconciled size."
+    "prompt and tools included); the simulation compared it with the reconciled size "
+    "(the estimator's count when the run has no measured usage)."
 )
 
 
@@ -170,8 +176,8 @@ def clear_tool_uses(ctx: ExportContext) -> tuple[Snippet, ...]:
 
 
 THINKING_NOTES = (
-    "Thinking clearing works with extended thinking on (`thinking` in the request); its "
-    "budget here is an example.",
+    "Thinking clearing works with extended thinking on (`thinking` in the request); the "
+    "thinking settings here are an example.",
     "Pass every assistant message back with its thinking blocks unchanged: the API "
     "removes the old ones itself.",
 )

@@ -63,6 +63,11 @@ def auto_compact(ctx: ExportContext) -> tuple[Snippet, ...]:
             "simulated; a later threshold cannot be set."
         )
     elif known is None:
+        if params.window is None:
+            notes.append(
+                f"The model's window is not known here: {DEFAULT_WINDOW:,} is assumed, "
+                "as the simulation does."
+            )
         notes.append(
             "Claude Code caps CLAUDE_CODE_AUTO_COMPACT_WINDOW at the model's window: a "
             "threshold above the model's window - 33,000 cannot be set."

@@ -289,7 +289,7 @@ class ClaudeCodePolicy:
     output (32,000): real 2.0.x sessions compact at about 155k, 2.1.x at about 167k.
     It decides on the provider's count (the reconciled size). Not modelled: the files
     it reads back in after compacting (up to 50,000 tokens), CLAUDE.md, microcompaction
-    of old tool results."""
+    of old tool results (claude_code_microcompact)."""
 
     name = "claude_code_auto_compact"
     label = "claude_code_auto_compact: summarize at window - 33k (Claude Code)"

@@ -8,6 +8,14 @@ compute_summarization_defaults), which takes trigger and cut from langchain 1.5.
 `count_tokens_approximately`; the default model is claude-sonnet-4-6 (langchain-anthropic
 1.7.10 profile: 1,000,000 input tokens, 128,000 output tokens).
 
+The defaults, as deepagents 0.7.32 sets them (checked against the package in
+tests/fidelity/test_deepagents_stub.py): compute_summarization_defaults gives a model
+with a profile trigger ("fraction", 0.85) and keep ("fraction", 0.10), one without
+trigger ("tokens", 170000) and keep ("messages", 6); create_summarization_middleware
+passes trim_tokens_to_summarize=None (LangChain's own default is 4,000); the counter
+takes 3.3 characters per token for Anthropic chat models; a request over
+int(0.95 x window) - max output tokens is summarized too (_input_budget).
+
 Decisions are the middleware's, made with its own counter over each message's LangChain
 form; sizes sent are reported under the run's estimator. Stubs are the package's texts
 (contextsim.stubs); a tool result's stub has its exact size when the result is over
@@ -15,12 +23,14 @@ skeleton.STUB_MIN_CHARS characters (the skeleton renders those stubs at build), 
 every result offloaded at a tool_token_limit of 5,000 or more is. Smaller results and
 human messages get an approximate size (see _preview_size).
 
-Not modelled: clipping of old write_file/edit_file arguments (argument sizes per key
-are not in the skeleton), dropping reasoning blocks from kept messages, scaling counts
-by logged usage (the log measured the original agent's requests, not these), tail
-clipping after a provider's rejection, and the error that ends a run whose request is
-still over the input budget once summarized (here it is sent, and flagged if over the
-hard limit).
+Not modelled: clipping of old write_file/edit_file arguments (truncate_args_settings:
+with a profile at the summarization trigger, keeping the same 10%; without one at 20
+messages, keeping the newest 20; a string argument over 2,000 characters becomes its
+first 20 and "...(argument truncated)"; argument sizes per key are not in the
+skeleton), dropping reasoning blocks from kept messages, scaling counts by logged
+usage (the log measured the original agent's requests, not these), tail clipping after
+a provider's rejection, and the error that ends a run whose request is still over the
+input budget once summarized (here it is sent, and flagged if over the hard limit).
 """
 
 from __future__ import annotations

@@ -106,8 +106,16 @@ class InspectPlanner:
         self.head = min(first_user + 1, sk.size)
         # Inspect's message count: one per tool result.
         self.weights = prefix_sums([max(1, n) for n in sk.result_count])
-        self.results = [i for i, r in enumerate(results) if r]
-        self.uses = prefix_sums([sk.result_count[i] for i in self.results])
+        # Tool uses Inspect counts: every result of a tool not excluded (a message
+        # mixing excluded and other tools' results counts the others, cleared never).
+        # (tool_names lists each tool once: a mixed message is taken to hold one result
+        # of each excluded tool it names.)
+        counted = [
+            n - sum(1 for t in set(names.split(",")) if t in params.exclude_tools)
+            for n, names in zip(sk.result_count, sk.tool_names, strict=True)
+        ]
+        self.results = [i for i, c in enumerate(counted) if c]
+        self.uses = prefix_sums([counted[i] for i in self.results])
         self.assistants = [i for i, r in enumerate(sk.roles) if r == "assistant"]
         self.note = MESSAGE_OVERHEAD + params.summary_tokens
         self.kind = "t" if params.strategy == "trim" else "s"

@@ -32,7 +32,9 @@ agent's requests, not these); a rewritten summary at an unchanged cut looks unch
 the cache model. Where one saved message is several LangChain messages (parallel tool
 results in one message, a result beside text), decisions are made on the LangChain
 messages; a cut falling inside a saved message keeps that whole message in what is
-shown sent.
+shown sent. A result whose call is on an earlier assistant message than the nearest is
+taken to answer a parsed call when that message has any (the skeleton does not say
+which of its calls parsed).
 """
 
 from __future__ import annotations
@@ -223,14 +225,17 @@ class LangChainSummaryPlanner:
     def _caller(sk: Skeleton, i: int, kind: int, call: int, nearest: int, starts: list[int]) -> int:
         """The piece of the AIMessage whose parsed tool_calls hold the call a ToolMessage
         answers (-1: none). Exact when the call is on the nearest assistant message
-        (LangChainPiece.call); else the message answered (skeleton.answers), assumed
-        parsed."""
+        (LangChainPiece.call); else the message answered (skeleton.answers) when it has
+        any parsed tool call (its piece counts their repr), assumed to be this one."""
         if kind != TOOL:
             return -1
         if call >= 0:
             return starts[nearest]
         answered = sk.answers[i]
-        return starts[answered] if 0 <= answered != nearest else -1
+        if not 0 <= answered != nearest:
+            return -1
+        listed = sk.langchain[answered][0][2] > len("assistant")
+        return starts[answered] if listed else -1
 
     def plan(self, end: int) -> Plan:
         e = self.starts[end]
@@ -287,7 +292,7 @@ class LangChainSummaryPlanner:
         """_find_safe_cutoff_point: a cut on a ToolMessage moves back to the AIMessage
         that called any of the ToolMessages from there on, else past them."""
         q = self.lo + j - shift
-        if True:
+        if q >= len(self.types) or self.types[q] != TOOL:
             return j
         caller = self.callmax[q]
         if caller >= self.lo:

@@ -89,9 +89,9 @@ class TruncationPolicy:
     Not documented, and read here in the simplest way: the instructions (the run's
     leading system messages) are kept, being no input item; whole items are dropped,
     oldest first, the first user message included; a function call and its output go
-    together (the API refuses an output whose call is missing); nothing stands in place
-    of what was dropped. When not even the newest item fits, the request is sent cut
-    to it and is rejected over the hard limit."""
+    together (assumed: the API rejects a function call output whose call is missing);
+    nothing stands in place of what was dropped. When not even the newest item fits,
+    the request is sent cut to it and is rejected over the hard limit."""
 
     name = "openai_truncation_auto"
     label = 'openai_truncation_auto: drop the oldest items over the window (Responses "auto")'
@@ -109,8 +109,8 @@ class TruncationPolicy:
 class CompactionParams:
     compact_threshold: int = 200_000
     """Input tokens past which the server compacts. The API documents no default (the
-    field is optional); 200,000 is the value OpenAI's Agents SDK documentation and
-    OpenRouter's compaction page use in their examples."""
+    field is optional); 200,000 is the example value of OpenAI's Agents SDK
+    (openai-agents 0.24.0, agents/model_settings.py, ModelSettings.context_management)."""
     compacted_tokens: int = 2_000
     """Tokens of the opaque compaction item the server returns (an assumption: the
     documentation says only that it uses fewer tokens)."""

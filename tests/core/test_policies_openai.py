@@ -124,7 +124,10 @@ def test_truncation_fits_every_request_whose_newest_round_fits(run, limit):
     unsafe = dict(zip(candidates, violations(sk, candidates), strict=True))
     for r in s.records:
         safe = [c for c in candidates if c < r.end and unsafe[c] >= r.end]
-        smallest = full(sk, head) + (full(sk, r.end) - full(sk, safe[-1]) if safe else 0)
+        # The newest safe cut leaves the smallest request; without one nothing can go.
+        smallest = (
+            full(sk, head) + full(sk, r.end) - full(sk, safe[-1]) if safe else full(sk, r.end)
+        )
         if smallest <= limit:
             assert r.sent <= limit, (r.step, r.sent, smallest)
         letters = s.dispositions(r.step)

@@ -143,6 +143,52 @@ def test_constants_are_the_packages(deepagents):
     assert (without["trigger"], without["keep"]) == (("tokens", 170_000), ("messages", 6))
 
 
+def test_create_deep_agent_summarizes_with_the_policys_defaults(deepagents, monkeypatch):
+    """create_deep_agent's own stack, for its default model and for a model without a
+    profile: the summarization middleware's trigger, keep, counter and input budget
+    are the policy's defaults; old write_file/edit_file arguments are clipped at the
+    same trigger and keep with a profile, at 20 messages keeping 20 without (a string
+    argument over 2,000 characters becomes its first 20 and '...(argument
+    truncated)'), which the policy does not model."""
+    import deepagents.graph as graph
+    from langchain.agents.middleware.types import ModelRequest
+    from langchain_anthropic import ChatAnthropic
+
+    stacks: list[list[Any]] = []
+    real = graph.create_agent
+    monkeypatch.setattr(
+        graph, "create_agent", lambda *a, **k: stacks.append(k["middleware"]) or real(*a, **k)
+    )
+    p = DeepAgentsParams()
+    with pytest.warns(Warning, match="default model is deprecated"):
+        default = graph.get_default_model()
+    assert isinstance(default, ChatAnthropic) and default.model == "claude-sonnet-4-6"
+    assert default.profile is not None and default.max_tokens == p.max_output
+    assert default.profile["max_output_tokens"] == p.max_output
+    window = default.profile["max_input_tokens"]
+    no_profile = GenericFakeChatModel(messages=iter(()))
+    for model in (default, no_profile):
+        graph.create_deep_agent(model=model)
+        found = [m for m in stacks[-1] if m.name == "SummarizationMiddleware"]
+        assert len(found) == 1
+        mw, helper = found[0], found[0]._lc_helper
+        assert helper.trim_tokens_to_summarize is None
+        assert (mw._max_arg_length, mw._truncation_text) == (2_000, "...(argument truncated)")
+        if model is default:
+            assert helper.trigger == ("fraction", p.trigger_fraction)
+            assert helper.keep == ("fraction", p.keep_fraction)
+            assert mw._truncate_args_trigger == ("fraction", p.trigger_fraction)
+            assert mw._truncate_args_keep == ("fraction", p.keep_fraction)
+            assert helper.token_counter.keywords["chars_per_token"] == p.chars_per_token
+            request = ModelRequest(model=model, messages=[], model_settings={})
+            assert mw._input_budget(request) == int(window * 0.95) - p.max_output
+        else:
+            assert helper.trigger == ("tokens", p.fallback_trigger)
+            assert helper.keep == ("messages", p.fallback_keep_messages)
+            assert mw._truncate_args_trigger == mw._truncate_args_keep == ("messages", 20)
+            assert helper.token_counter.keywords.get("chars_per_token", 4.0) == 4.0
+
+
 # --- 2. The rules, and the size the policy counts ---------------------------------------
 
 

@@ -3,12 +3,13 @@ SummarizationMiddleware (langchain 1.5.2), run as an agent runs it, on random
 histories (Hypothesis draws the history's seed and the parameters).
 
 Each history is built once as a contextsim Run and once as LangChain messages
-(tests.fidelity.test_langchain_differential); before every model call the middleware's
-before_model gets the state's messages (the system prompt apart, as create_agent keeps
-it) and its update becomes the next state, with a fake chat model whose summary is
-fixed. For every request, the messages the state still holds must be exactly those the
-policy's plan keeps, and the summary (a written one, or LangChain's "too long to
-summarize") the one whose size the plan counts.
+(tests.fidelity.test_langchain_differential), some with parallel results grouped in one
+message; before every model call the middleware's before_model gets the state's
+messages (the system prompt apart, as create_agent keeps it) and its update becomes the
+next state, with a fake chat model whose summary is fixed. For every request, the
+messages the state still holds must be exactly those the policy's plan keeps, and the
+summary (a written one, or LangChain's "too long to summarize") the one whose size the
+plan counts.
 """
 
 from __future__ import annotations
@@ -130,7 +131,9 @@ def check(run: Run, p: LangChainSummaryParams) -> tuple[int, set[str]]:
     """Compares every request; returns the requests with a summary and the kinds of
     summary seen ("written", "too long")."""
     sk = build(run, EST)
-    sim = simulate(sk, "langchain_summarization", p, budget=10**9, hard_limit=10**9, count=EST.count)
+    sim = simulate(
+        sk, "langchain_summarization", p, budget=10**9, hard_limit=10**9, count=EST.count
+    )
     lead = leading_system(sk)
     written = MESSAGE_OVERHEAD + EST.count(SUMMARY_PREFIX) + p.summary_tokens
     too_long = MESSAGE_OVERHEAD + EST.count(SUMMARY_PREFIX + TOO_LONG)
@@ -157,10 +160,36 @@ def check(run: Run, p: LangChainSummaryParams) -> tuple[int, set[str]]:
     return summarized, kinds
 
 
+def grouped(run: Run, rng: random.Random) -> Run:
+    """The run with some consecutive tool results in one user message, some followed by
+    text in it: saved messages that are several LangChain messages (ToolMessages, then
+    a HumanMessage), where the middleware may cut inside a saved message."""
+    out: list[Message] = []
+    messages = list(run.messages)
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        j = i
+        while j < len(messages) and messages[j].tool_results and not messages[j].text:
+            j += 1
+        if j > i and rng.random() < 0.7:
+            parts = [part for n in messages[i:j] for part in n.parts]
+            if rng.random() < 0.4:
+                parts.append(TextPart("note " * rng.randint(0, 300) + "\nlast line"))
+            out.append(Message("user", tuple(parts)))
+            i = j
+            continue
+        out.append(m)
+        i += 1
+    return Run(run.title, tuple(out))
+
+
 @settings(max_examples=80, deadline=None)
-@given(st.integers(0, 2**20), st.data())
-def test_langchain_summarization_keeps_what_summarization_middleware_keeps(seed, data):
+@given(st.integers(0, 2**20), st.booleans(), st.data())
+def test_langchain_summarization_keeps_what_summarization_middleware_keeps(seed, group, data):
     run = random_run(seed)
+    if group:
+        run = grouped(run, random.Random(seed))
     sk = build(run, EST)
     p = _params(data.draw, sum(approx_tokens(sk)[leading_system(sk) :]), sk.size)
     check(run, p)
@@ -229,6 +258,8 @@ def test_no_trigger_never_summarizes():
     p = LangChainSummaryParams()
     assert p.triggers == ()
     sk = build(run, EST)
-    sim = simulate(sk, "langchain_summarization", p, budget=1_000, hard_limit=2_000, count=EST.count)
+    sim = simulate(
+        sk, "langchain_summarization", p, budget=1_000, hard_limit=2_000, count=EST.count
+    )
     assert all(r.plan.gap_end == 0 for r in sim.records)
     assert all(not any(_is_summary(m) for m in s) for s in real_states(run, p, sk.ends))

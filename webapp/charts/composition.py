@@ -31,6 +31,7 @@ KIND_COLOURS = {
     "assistant": "#009E73",
     "tool_call": "#0072B2",
     "tool_result": "#999999",
+    "thinking": "#8FD3B8",
 }
 DISPOSITION_COLOURS = {
     "cleared": "#E69F00",
@@ -38,7 +39,7 @@ DISPOSITION_COLOURS = {
     "offloaded": "#F0E442",
     "notes": "#D55E00",
 }
-SHOWN_KINDS = ("tools", "system", "user", "assistant", "tool_call", "tool_result")
+SHOWN_KINDS = ("tools", "system", "user", "assistant", "thinking", "tool_call", "tool_result")
 UNLOGGED_COLOUR = "#D9D9D9"
 
 

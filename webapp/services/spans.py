@@ -73,8 +73,8 @@ def _store_group(
 ) -> tuple[int, Run | None]:
     """Store the calls of one conversation and, if any was new, bring its run in step.
     Returns how many were new and the run if it changed."""
-    group, _ = SpanGroup.objects.get_or_create(owner=owner, key=key)
-    group = SpanGroup.objects.select_for_update().select_related("run").get(pk=group.pk)
+    locked = SpanGroup.objects.select_for_update(of=("self",)).select_related("run")
+    group, _ = locked.get_or_create(owner=owner, key=key)
     before = group.spans.aggregate(n=Count("pk"), last=Max("pk"))
     spans = (before["n"], before["last"] or 0)
     rows = [
@@ -128,7 +128,9 @@ def _follow(
     followed = _FOLLOWED.pop(place, None)
     stored_run = group.run
     if followed is None or not followed.continues(spans, stored_run, new[0][0]):
-        followed = Followed(_conversation(group, _stored_calls(owner.pk, group)))
+        # A group's first calls are all there is: nothing stored to read again.
+        calls = [n[2] for n in new] if spans == (0, 0) else _stored_calls(owner.pk, group)
+        followed = Followed(_conversation(group, calls))
         synced = None
     else:
         for _, _, call in new:
