@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 
 
 def corpus_root() -> Path:
@@ -37,3 +41,11 @@ def django_db_modify_db_settings(tmp_path_factory: pytest.TempPathFactory) -> No
         database.setdefault("TEST", {})["NAME"] = str(
             tmp_path_factory.mktemp("database") / "test.sqlite3"
         )
+
+
+def off_the_main_thread(work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """`work(*args, **kwargs)` in a thread of its own. Playwright's sync API keeps an event loop
+    running on the main thread for the browser tests' session, so code that starts its
+    own loop (asyncio.run, an SDK's run_sync) must not run there."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(work, *args, **kwargs).result()

@@ -27,6 +27,7 @@ from contextsim.policies.observations import TrimmerParams
 from contextsim.policies.openai import CompactionParams, TruncationParams
 from contextsim.simulate import simulate
 from contextsim.skeleton_builder import build
+from tests.conftest import off_the_main_thread
 
 EST = ESTIMATORS["chars4"]
 RESPONSE = {
@@ -101,7 +102,7 @@ def sent_by_agent(agent: Agent[Any]) -> dict[str, Any]:
         api_key="test", http_client=httpx.AsyncClient(transport=httpx.MockTransport(fake))
     )
     config = RunConfig(model_provider=OpenAIProvider(openai_client=client), tracing_disabled=True)
-    Runner.run_sync(agent, "hello", run_config=config)
+    off_the_main_thread(Runner.run_sync, agent, "hello", run_config=config)
     return fake.bodies[0]
 
 

@@ -27,6 +27,7 @@ from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPar
 from contextsim.policies.base import Context
 from contextsim.policies.inspect_ai import TOOL_RESULT_REMOVED, InspectParams, InspectPlanner
 from contextsim.skeleton_builder import build
+from tests.conftest import off_the_main_thread
 
 EST = ESTIMATORS["chars4"]
 TOOLS = ("read", "grep", "bash")
@@ -108,7 +109,8 @@ def test_one_trim_pass_keeps_what_inspect_s_trim_keeps(chunk):
         sk_ends = build(run, EST).ends
         for end in sk_ends:
             history = [m for group in forms[:end] for m in group]
-            kept = {_index(m) for m in asyncio.run(trim_messages(history, preserve=preserve))}
+            trimmed = off_the_main_thread(asyncio.run, trim_messages(history, preserve=preserve))
+            kept = {_index(m) for m in trimmed}
             ours = planner(run, InspectParams(strategy="trim", preserve=preserve))
             ours._compact(end)
             letters = ours.acct.dispositions(ours.current(end))
@@ -131,7 +133,7 @@ def test_one_edit_pass_clears_what_compaction_edit_clears(chunk):
         forms = to_inspect(run)
         for end in build(run, EST).ends:
             history = [m for group in forms[:end] for m in group]
-            edited, _ = asyncio.run(strategy.compact(MODEL, history, []))
+            edited, _ = off_the_main_thread(asyncio.run, strategy.compact(MODEL, history, []))
             # Edited messages get new ids: find them by the call they answer.
             holder = {r.call_id: i for i, m in enumerate(run.messages) for r in m.tool_results}
             removed = [
