@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+from tests.browser.conftest import wait_until
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
@@ -197,3 +199,20 @@ def test_the_ledger_scrolled_into_the_dashboard_draws_its_heatmap_with_its_own_b
     page.locator("input[name=budget]").dispatch_event("change")
     page.locator("#chart[data-drawn='1']").wait_for()
     assert page.locator("#chart .legend").count() == 1
+
+
+def test_the_agent_config_panel_follows_a_parameter_change_and_stays_open(page, run):
+    open_dashboard(page, run, "?policy=anthropic_clear_tool_uses&trigger=5000")
+    panel = page.locator("#use-in-agent")
+    panel.locator("summary").click()
+    text = panel.locator("pre").first
+    assert '"value": 5000' in text.inner_text()
+    page.fill("#policy-params input[name=trigger]", "7000")
+    page.press("#policy-params input[name=trigger]", "Tab")  # a change: applied in place
+    page.wait_for_url(re.compile(r"trigger=7000"))
+    page.locator("#use-in-agent pre", has_text='"value": 7000').first.wait_for()
+    assert page.locator("#use-in-agent").evaluate("e => e.open") is True
+    # On a phone the open panel's snippets wrap: nothing wider than the screen (the
+    # chart redraws itself to the new width a moment after the resize).
+    page.set_viewport_size({"width": 390, "height": 800})
+    wait_until(page, "document.documentElement.scrollWidth <= 390")
