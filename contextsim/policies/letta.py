@@ -274,9 +274,9 @@ class LettaSlidingPlanner(_LettaBase):
             self.kind = "s"
             return
         self.boundary, self.kind = found, "s"
-        # Letta's estimate after compacting (tools included): the reconciled size.
-        after = self.acct.span(0, self.head, 0) + self.note + self.acct.span(found, e, 0)
-        if self.provider(after) >= self.threshold:
+        # Letta's estimate after compacting (compact.py counts [system] + the kept
+        # messages, before the summary message is inserted): the reconciled size.
+        if self._kept(found, e) >= self.threshold:
             self.boundary = e  # still over: summarized again, everything ("all")
 
 
