@@ -16,6 +16,7 @@ One writer per process (a lock): placing a call reads what the previous call wro
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -48,9 +49,11 @@ WHERE = "captured call"
 NOT_A_REQUEST = frozenset({401, 403, 404, 405})
 """Upstream answers to a call that never reached a model: kept as a call, not a request."""
 _writer = threading.Lock()
-_conversations: dict[int, tuple[int, Conversation]] = {}
-"""run id -> (its revision, its Conversation): placing a call needs no read of the run
-while this process wrote its last change."""
+_conversations: OrderedDict[int, tuple[int, Conversation]] = OrderedDict()
+"""run id -> (its revision, its Conversation), the KEPT most recently placed: placing a
+call needs no read of the run while this process wrote its last change. Bounded: a
+Conversation holds its messages' keys, text included."""
+KEPT = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +143,7 @@ def _place(
         conv = conversation((*request, *reply))
     else:
         run, conv = _continue(runs[at], known[at], placed, request, reply)
-    _conversations[run.pk] = (run.revision, conv)
+    _remember(run, conv)
     return run, _step(run, bool(reply))
 
 
@@ -151,11 +154,19 @@ def _key(session: str) -> str:
 def _conversation(run: Run) -> Conversation:
     kept = _conversations.get(run.pk)
     if kept is not None and kept[0] == run.revision:
+        _conversations.move_to_end(run.pk)
         return kept[1]
     boundary = max((c["before_message"] for c in run.compactions), default=0)
     conv = conversation(stored_run(run).messages, boundary)
-    _conversations[run.pk] = (run.revision, conv)
+    _remember(run, conv)
     return conv
+
+
+def _remember(run: Run, conv: Conversation) -> None:
+    _conversations[run.pk] = (run.revision, conv)
+    _conversations.move_to_end(run.pk)
+    while len(_conversations) > KEPT:
+        _conversations.popitem(last=False)
 
 
 def _new_run(
