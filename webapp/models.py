@@ -417,6 +417,9 @@ class SpanGroup(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     key = models.CharField(max_length=300)
     run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    version = models.PositiveIntegerField(default=0)
+    """How many batches stored spans of it (0: none stored): a receiver that followed
+    it at one version knows that nothing was stored since while it is unchanged."""
 
     class Meta:
         constraints = [

@@ -70,6 +70,12 @@ def message_row(message: core.Message, estimators: dict[str, Estimator]) -> Mess
 def insert_messages(run_id: int, start: int, rows: Sequence[MessageRow]) -> None:
     """Write `rows` as messages `start`, `start + 1`... of run `run_id` (in the caller's
     transaction), BATCH rows per statement."""
+    insert_batches([(run_id, start, rows)])
+
+
+def insert_batches(batches: Sequence[tuple[int, int, Sequence[MessageRow]]]) -> None:
+    """Write each (run id, start, rows) as messages `start`, `start + 1`... of that run
+    (in the caller's transaction), BATCH rows per statement whichever runs they are of."""
     ops = connection.ops
     meta = Message._meta
     columns = ("run", "index", *MessageRow._fields)
@@ -78,16 +84,20 @@ def insert_messages(run_id: int, start: int, rows: Sequence[MessageRow]) -> None
     sql = f"INSERT INTO {ops.quote_name(meta.db_table)} ({names}) VALUES ({marks})"
     json_at = [i for i, name in enumerate(MessageRow._fields) if name in _JSON]
     time_at = MessageRow._fields.index("timestamp")
+    params: list[tuple[Any, ...]] = []
     with connection.cursor() as cursor:
-        for first in range(0, len(rows), BATCH):
-            params = []
-            for i, row in enumerate(rows[first : first + BATCH], start + first):
+        for run_id, start, rows in batches:
+            for i, row in enumerate(rows, start):
                 values = list(row)
                 for j in json_at:
                     values[j] = ops.adapt_json_value(values[j], None)
                 if values[time_at] is not None:
                     values[time_at] = ops.adapt_datetimefield_value(values[time_at])
                 params.append((run_id, i, *values))
+                if len(params) == BATCH:
+                    cursor.executemany(sql, params)
+                    params = []
+        if params:
             cursor.executemany(sql, params)
 
 

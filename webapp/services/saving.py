@@ -90,7 +90,7 @@ def _create(
         demo_key=demo_key,
         ready=ready,
         counting=list(counting),
-        **_facts(run),
+        **facts_of(run),
         message_count=len(run.messages),
         **figures_after(NO_FIGURES, run.messages),
     )
@@ -124,7 +124,7 @@ def figures_after(
     }
 
 
-def _facts(run: core.Run) -> dict[str, Any]:
+def facts_of(run: core.Run) -> dict[str, Any]:
     """The fields of a stored run that the core run's facts give (not its messages)."""
     return {
         "title": storable(run.title[:300]) or "untitled run",
@@ -205,7 +205,7 @@ class Filling:
         """Write the run's facts (`facts`' messages are not read: they are those added)
         and the fast estimators' skeletons."""
         stored = self.stored
-        for name, value in _facts(facts).items():
+        for name, value in facts_of(facts).items():
             setattr(stored, name, value)
         stored.message_count = self.written
         for name, value in self.figures.items():

@@ -8,6 +8,7 @@ is there."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -24,8 +25,26 @@ def join_sessions(owner: AbstractBaseUser | None, runs: Iterable[Run]) -> None:
     """Put each of `runs` in one collection with the owner's other runs of its session
     (stored before or with it); a session of one run has no collection."""
     roots = {session_root(r) for r in runs if session_root(r)}
-    for root in sorted(roots):
+    for root in sorted(_shared(owner, roots) if len(roots) > 1 else roots):
         _join(owner, root)
+
+
+def _shared(owner: AbstractBaseUser | None, roots: set[str]) -> set[str]:
+    """The roots among `roots` that two or more of the owner's runs share, in one query
+    per CHUNK roots: a batch of many new sessions is mostly of sessions of one run."""
+    found: Counter[str] = Counter()
+    ordered = sorted(roots)
+    for first in range(0, len(ordered), CHUNK):
+        chunk = ordered[first : first + CHUNK]
+        rows = Run.objects.filter(
+            Q(session_id__in=chunk) | Q(parent_session_id__in=chunk), owner=owner
+        ).values_list("session_id", "parent_session_id")
+        for ids in rows:
+            found.update({i for i in ids if i in roots})
+    return {root for root, n in found.items() if n > 1}
+
+
+CHUNK = 400
 
 
 def _join(owner: AbstractBaseUser | None, root: str) -> None:

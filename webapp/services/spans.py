@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, Max
+from django.db.models import F
 
 from contextsim import model as core
+from contextsim.estimators import ESTIMATORS
+from contextsim.formats import FormatError
 from contextsim.formats.otel import BODY, Conversation, Inputs, SpanCall, calls_of, span_call
 from webapp.models import ReceivedSpan, Run, SpanGroup
-from webapp.services.streaming import sync_run
+from webapp.services.live_batch import Growth, create_runs, grow_runs, update_rows
+from webapp.services.message_rows import MessageRow, message_row
+from webapp.services.streaming import first_change, header_of, sync_run
 
 TRACE_ID = re.compile(r"[0-9a-f]{32}")
 SPAN_ID = re.compile(r"[0-9a-f]{16}")
@@ -35,10 +40,11 @@ class Receipt:
 
 def receive_export(owner: AbstractBaseUser, export: Any) -> Receipt:
     """Store the model call spans of an OTLP JSON export (ids in hex) for `owner` and
-    bring the live run of every conversation they belong to in step: one transaction
-    per conversation, so a bad span or conversation never undoes the others and none is
-    half saved. Spans that are not model calls are skipped. Raises FormatError when
-    `export` is not an OTLP export at all."""
+    bring the live run of every conversation they belong to in step, all in one
+    transaction: the spans of a conversation whose calls cannot be put together are
+    rejected (named in the receipt) and the others kept; a failure of the database
+    leaves nothing half saved. Spans that are not model calls are skipped. Raises
+    FormatError when `export` is not an OTLP export at all."""
     found = calls_of(export, inputs=_INPUTS)
     rejected = list(found.rejected)
     groups: dict[str, list[SpanCall]] = defaultdict(list)
@@ -48,11 +54,16 @@ def receive_export(owner: AbstractBaseUser, export: Any) -> Receipt:
             rejected.append(problem)
         else:
             groups[call.group].append(call)
-    stored, runs = 0, []
-    for key, calls in groups.items():
-        added, run = _store_group(owner, key, calls)
-        stored += added
-        runs += [run] if run is not None else []
+    if not groups:
+        return Receipt(0, tuple(rejected), ())
+    try:
+        with transaction.atomic():
+            stored, runs = _receive(owner, groups, rejected)
+    except BaseException:
+        # What this process followed may be ahead of what the rollback leaves stored.
+        for key in groups:
+            _FOLLOWED.pop((owner.pk, key), None)
+        raise
     return Receipt(stored, tuple(rejected), tuple(runs))
 
 
@@ -67,86 +78,186 @@ def _unstorable(call: SpanCall) -> str:
     return ""
 
 
-@transaction.atomic
-def _store_group(
-    owner: AbstractBaseUser, key: str, calls: list[SpanCall]
-) -> tuple[int, Run | None]:
-    """Store the calls of one conversation and, if any was new, bring its run in step.
-    Returns how many were new and the run if it changed."""
-    locked = SpanGroup.objects.select_for_update(of=("self",)).select_related("run")
-    group, _ = locked.get_or_create(owner=owner, key=key)
-    before = group.spans.aggregate(n=Count("pk"), last=Max("pk"))
-    spans = (before["n"], before["last"] or 0)
-    rows = [
-        ReceivedSpan(
-            owner=owner,
-            group=group,
-            trace_id=c.trace_id,
-            span_id=c.span_id,
-            start=c.start,
-            span=c.data,
-        )
-        for c in calls
-    ]
-    # The unique constraint, not a look-up, keeps a retried span out: it holds when two
-    # deliveries of one batch race.
-    ReceivedSpan.objects.bulk_create(rows, ignore_conflicts=True)
-    new = list(
-        group.spans.filter(pk__gt=spans[1]).values_list("pk", "trace_id", "span_id", "start")
+def _receive(
+    owner: AbstractBaseUser, groups: dict[str, list[SpanCall]], rejected: list[str]
+) -> tuple[int, list[Run]]:
+    """Store the calls not stored before and bring their groups' runs in step (in the
+    caller's transaction). Returns how many calls were new and the runs that changed."""
+    locked = _locked_groups(owner, list(groups))
+    seen = _stored_ids(owner, [c for calls in groups.values() for c in calls])
+    plans = []
+    for key, calls in groups.items():
+        new = _unseen(calls, seen)
+        if not new:
+            continue
+        try:
+            plans.append(_plan(owner, locked[key], new))
+        except FormatError as error:
+            rejected += [f"span {c.span_id}: {error.where}: {error.problem}" for c in new]
+    ReceivedSpan.objects.bulk_create(
+        [
+            ReceivedSpan(
+                owner=owner,
+                group=p.group,
+                trace_id=c.trace_id,
+                span_id=c.span_id,
+                start=c.start,
+                span=c.data,
+            )
+            for p in plans
+            for c in p.new
+        ],
+        # The unique constraint, not only the look-up, keeps a retried span out.
+        ignore_conflicts=True,
     )
-    if not new:
-        return 0, None
-    by_id = {}
-    for call in reversed(calls):  # the first of a span sent twice is the one stored
-        by_id[call.trace_id, call.span_id] = call
-    for call in by_id.values():
-        _remember(owner.pk, call)
-    place = (owner.pk, group.pk)
-    try:
-        return len(new), _follow(
-            owner, group, spans, [(r[3], r[0], by_id[r[1], r[2]]) for r in new]
+    SpanGroup.objects.filter(pk__in=[p.group.pk for p in plans]).update(version=F("version") + 1)
+    runs = _bring_in_step(owner, plans)
+    for plan in plans:
+        _keep_followed(owner, plan)
+    return sum(len(p.new) for p in plans), runs
+
+
+def _locked_groups(owner: AbstractBaseUser, keys: list[str]) -> dict[str, SpanGroup]:
+    """The owner's groups of `keys`, created where missing, locked in one order (so
+    two batches sharing conversations never wait on each other in a circle), each with
+    its run."""
+    SpanGroup.objects.bulk_create(
+        [SpanGroup(owner=owner, key=k) for k in keys], ignore_conflicts=True, batch_size=CHUNK
+    )
+    found: dict[str, SpanGroup] = {}
+    for first in range(0, len(keys), CHUNK):
+        rows = (
+            SpanGroup.objects.select_for_update(of=("self",))
+            .select_related("run")
+            .filter(owner=owner, key__in=keys[first : first + CHUNK])
+            .order_by("pk")
         )
-    except BaseException:
-        # What this process followed may be ahead of what the rollback leaves stored.
-        _FOLLOWED.pop(place, None)
-        raise
+        found.update((g.key, g) for g in rows)
+    return found
 
 
-def _follow(
-    owner: AbstractBaseUser,
-    group: SpanGroup,
-    spans: tuple[int, int],
-    new: list[tuple[int, int, SpanCall]],
-) -> Run | None:
-    """Bring the group's run in step once its `new` calls ((start, pk, call)) are
-    stored after `spans` ((count, last pk) of those stored before). When this process
-    followed the group up to exactly those and the new calls start no earlier than the
-    last one, they are added to what it followed (each call's messages read once);
-    otherwise every stored call is read again. Returns the run if it changed."""
-    place = (owner.pk, group.pk)
-    new.sort(key=lambda n: n[:2])
-    followed = _FOLLOWED.pop(place, None)
-    stored_run = group.run
-    if followed is None or not followed.continues(spans, stored_run, new[0][0]):
-        # A group's first calls are all there is: nothing stored to read again.
-        calls = [n[2] for n in new] if spans == (0, 0) else _stored_calls(owner.pk, group)
-        followed = Followed(_conversation(group, calls))
-        synced = None
-    else:
-        for _, _, call in new:
+def _stored_ids(owner: AbstractBaseUser, calls: list[SpanCall]) -> set[tuple[str, str]]:
+    """The (trace id, span id) of `calls` already stored for `owner`."""
+    ids = sorted({(c.trace_id, c.span_id) for c in calls})
+    seen: set[tuple[str, str]] = set()
+    for first in range(0, len(ids), CHUNK):
+        chunk = ids[first : first + CHUNK]
+        seen.update(
+            ReceivedSpan.objects.filter(
+                owner=owner,
+                trace_id__in={t for t, _ in chunk},
+                span_id__in={s for _, s in chunk},
+            ).values_list("trace_id", "span_id")
+        )
+    return seen
+
+
+def _unseen(calls: list[SpanCall], seen: set[tuple[str, str]]) -> list[SpanCall]:
+    """The calls not stored before, in start order (ties as received); of a span sent
+    twice in the batch, the first."""
+    new: dict[tuple[str, str], SpanCall] = {}
+    for call in calls:
+        ids = (call.trace_id, call.span_id)
+        if ids not in seen and ids not in new:
+            new[ids] = call
+    return sorted(new.values(), key=lambda c: c.start)
+
+
+CHUNK = 400
+"""Keys or ids per query (well under SQLite's bound on a statement's parameters)."""
+
+
+@dataclass(slots=True)
+class Plan:
+    """One group's new calls (start order), what this process follows of it once they
+    are added, the run it now makes, and the messages its stored run holds when known
+    without reading them (None: read them)."""
+
+    group: SpanGroup
+    new: list[SpanCall]
+    followed: Followed
+    run: core.Run
+    synced: tuple[core.Message, ...] | None
+
+
+def _plan(owner: AbstractBaseUser, group: SpanGroup, new: list[SpanCall]) -> Plan:
+    """Add the group's `new` calls to what this process followed of it when it
+    followed the group up to what is stored and they start no earlier than the last
+    one; otherwise put every stored call and the new ones together again (each call's
+    messages are read once either way)."""
+    for call in new:
+        _remember(owner.pk, call)
+    followed = _FOLLOWED.pop((owner.pk, group.key), None)
+    if followed is not None and followed.continues(group.version, group.run, new[0].start):
+        for call in new:
             followed.conversation.add(call)
-        synced = followed.messages
-    run = followed.conversation.run(BODY, [])
-    stored, changed = sync_run(owner, f"otel:{group.key}"[:600], run, stored_run, synced)
-    if group.run_id != stored.pk:
-        SpanGroup.objects.filter(pk=group.pk).update(run=stored)
-    followed.spans = (spans[0] + len(new), max(n[1] for n in new))
-    followed.run_id, followed.revision = stored.pk, stored.revision
-    followed.messages = run.messages
-    _FOLLOWED[place] = followed
+        synced: tuple[core.Message, ...] | None = followed.messages
+    else:
+        # A group's first calls are all there is: nothing stored to read again.
+        stored = _stored_calls(owner.pk, group) if group.version else []
+        calls = sorted([*stored, *new], key=lambda c: c.start)  # stable: stored first
+        followed, synced = Followed(_conversation(group, calls)), None
+    return Plan(group, new, followed, followed.conversation.run(BODY, []), synced)
+
+
+def _bring_in_step(owner: AbstractBaseUser, plans: list[Plan]) -> list[Run]:
+    """Bring every planned group's run in step: new runs created together, runs that
+    only grew appended together, any other change (a tail replaced, a new title or
+    compaction, a run this process did not follow) one run at a time. Returns the
+    runs that changed."""
+    new = [p for p in plans if p.group.run is None]
+    growths, changed = [], []
+    for plan in plans:
+        stored = plan.group.run
+        if stored is None:
+            continue
+        growth = _growth(stored, plan)
+        if growth is None:
+            _, count = sync_run(owner, _stream_key(plan.group), plan.run, stored, plan.synced)
+            changed += [stored] if count is not None else []
+        elif growth.messages:
+            growths.append(growth)
+    grow_runs(growths)
+    made = create_runs(owner, [(p.run, _stream_key(p.group), _rows(p.run.messages)) for p in new])
+    for plan, run in zip(new, made, strict=True):
+        plan.group.run = run
+    update_rows([p.group for p in new], ["run"])
+    return [*made, *(g.stored for g in growths), *changed]
+
+
+def _growth(stored: Run, plan: Plan) -> Growth | None:
+    """The messages to add at the end of `stored` when that is all that changes (none
+    when nothing does); None when more changes, or what it holds is not known."""
+    synced, messages = plan.synced, plan.run.messages
+    if synced is None or len(synced) != stored.message_count:
+        return None
+    kept = {"title": stored.title, "model": stored.model, "compactions": stored.compactions}
+    if header_of(stored, plan.run) != kept or first_change(synced, messages) < len(synced):
+        return None
+    tail = messages[len(synced) :]
+    return Growth(stored, tail, _rows(tail))
+
+
+def _rows(messages: Sequence[core.Message]) -> list[MessageRow]:
+    return [message_row(m, ESTIMATORS) for m in messages]
+
+
+def _stream_key(group: SpanGroup) -> str:
+    return f"otel:{group.key}"[:600]
+
+
+def _keep_followed(owner: AbstractBaseUser, plan: Plan) -> None:
+    """Remember what this process now follows of the plan's group (the most recently
+    changed FOLLOWED_KEPT groups)."""
+    followed, group = plan.followed, plan.group
+    assert group.run is not None
+    group.version += 1
+    followed.version = group.version
+    followed.run_id, followed.revision = group.run.pk, group.run.revision
+    followed.messages = plan.run.messages
+    _FOLLOWED[(owner.pk, group.key)] = followed
     while len(_FOLLOWED) > FOLLOWED_KEPT:
         _FOLLOWED.popitem(last=False)
-    return stored if changed is not None else None
 
 
 def _conversation(group: SpanGroup, calls: list[SpanCall]) -> Conversation:
@@ -160,22 +271,22 @@ def _conversation(group: SpanGroup, calls: list[SpanCall]) -> Conversation:
 @dataclass(slots=True)
 class Followed:
     """What this process knows of a group it brought in step: its conversation so far,
-    the spans it was built from ((count, last pk)), and the run it synced: its id, its
-    revision after, and the messages it then holds."""
+    the group's version it was built from (SpanGroup.version), and the run it synced:
+    its id, its revision after, and the messages it then holds."""
 
     conversation: Conversation
-    spans: tuple[int, int] = (0, 0)
+    version: int = 0
     run_id: int | None = None
     revision: int = -1
     messages: tuple[core.Message, ...] = ()
 
-    def continues(self, spans: tuple[int, int], run: Run | None, start: int) -> bool:
+    def continues(self, version: int, run: Run | None, start: int) -> bool:
         """Whether calls starting at `start` (ns) can be added to the conversation:
         the group's stored spans and its run are those it followed, unchanged since,
         and they start no earlier than the last call added."""
         last = self.conversation.last_start
         return (
-            self.spans == spans
+            self.version == version
             and run is not None
             and (run.pk, run.revision) == (self.run_id, self.revision)
             and last is not None
@@ -185,7 +296,7 @@ class Followed:
 
 FOLLOWED_KEPT = 2_000
 """How many groups this process keeps following (the most recently changed)."""
-_FOLLOWED: OrderedDict[tuple[int, int], Followed] = OrderedDict()
+_FOLLOWED: OrderedDict[tuple[int, str], Followed] = OrderedDict()
 _INPUTS = Inputs(FOLLOWED_KEPT)
 
 

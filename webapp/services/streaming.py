@@ -207,9 +207,7 @@ def sync_run(
         join_sessions(owner, [stored])
         return stored, len(run.messages)
     _update_header(stored, run)
-    start = (
-        _first_difference(stored, run) if synced is None else _first_change(synced, run.messages)
-    )
+    start = _first_difference(stored, run) if synced is None else first_change(synced, run.messages)
     if start < len(run.messages) or start < stored.message_count:
         tail = run.messages[start:]
         append_messages(stored, tail, start, _rows(tail))
@@ -217,8 +215,10 @@ def sync_run(
     return stored, None
 
 
-def _update_header(stored: Run, run: core.Run) -> None:
-    header = {
+def header_of(stored: Run, run: core.Run) -> dict[str, Any]:
+    """The title, model and compactions `stored` should have once in step with `run`
+    (a run whose source names no title or model keeps its own)."""
+    return {
         "title": storable(run.title[:300]) or stored.title,
         "model": storable(run.model[:120]) or stored.model,
         "compactions": [
@@ -230,6 +230,10 @@ def _update_header(stored: Run, run: core.Run) -> None:
             for c in run.compactions
         ],
     }
+
+
+def _update_header(stored: Run, run: core.Run) -> None:
+    header = header_of(stored, run)
     if all(getattr(stored, k) == v for k, v in header.items()):
         return
     with transaction.atomic():
@@ -259,7 +263,7 @@ def _first_difference(stored: Run, run: core.Run) -> int:
     return count
 
 
-def _first_change(old: Sequence[core.Message], new: Sequence[core.Message]) -> int:
+def first_change(old: Sequence[core.Message], new: Sequence[core.Message]) -> int:
     """The first position where `old` and `new` differ as _first_difference compares
     them (the same message object is the same without looking)."""
     for i, (a, b) in enumerate(zip(old, new, strict=False)):
