@@ -428,8 +428,9 @@ class SpanGroup(models.Model):
 
 
 class ReceivedSpan(models.Model):
-    """One model call span received over OTLP, as OTLP JSON (ids in hex): its group's
-    run is rebuilt from these. Stored once per owner: an exporter's retry adds nothing."""
+    """One model call span received over OTLP, compressed (webapp.otlp_wire.packed):
+    its group's run is rebuilt from these. Stored once per owner: an exporter's retry
+    adds nothing."""
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     group = models.ForeignKey(SpanGroup, on_delete=models.CASCADE, related_name="spans")
@@ -437,7 +438,10 @@ class ReceivedSpan(models.Model):
     span_id = models.CharField(max_length=16)
     start = models.BigIntegerField()
     """When the call started, in nanoseconds since the epoch."""
-    span = models.JSONField()
+    packed = models.CharField(max_length=8)
+    """How `body` holds the span: "protobuf" (as an OTLP protobuf body serialized it)
+    or "json" (OTLP JSON, ids in hex), zlib-compressed either way."""
+    body = models.BinaryField()
     received = models.DateTimeField(auto_now_add=True)
 
     class Meta:

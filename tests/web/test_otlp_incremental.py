@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from contextsim.estimators import content_key
 from contextsim.formats.otel import calls_of, runs_from
-from webapp.models import Message, Run
+from webapp.models import Message, ReceivedSpan, Run
 from webapp.services.spans import receive_export
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -119,3 +119,47 @@ def test_batches_in_any_order_store_what_the_importer_makes_of_all_spans(spans, 
     for key, run in runs.items():
         assert _stored(run) == expected[key], key
         assert run.message_count == len(expected[key])
+
+
+def _protobuf_export(spans: list[dict[str, Any]]) -> Any:
+    """What the receiver reads of the spans sent as a protobuf body."""
+    import base64
+
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+    from webapp import otlp_wire as wire
+
+    def b64(hex_id: str) -> str:
+        return base64.b64encode(bytes.fromhex(hex_id)).decode()
+
+    sent = [{**s, "traceId": b64(s["traceId"]), "spanId": b64(s["spanId"])} for s in spans]
+    request = json_format.ParseDict(_export(sent), trace_service_pb2.ExportTraceServiceRequest())
+    return wire.export_of(request.SerializeToString(), wire.PROTOBUF, "", 10**8)
+
+
+@pytest.mark.parametrize("body", ["protobuf", "json"])
+def test_a_process_that_did_not_follow_a_conversation_reads_its_kept_spans_back(body):
+    from webapp.services import spans as receiver
+
+    owner = get_user_model().objects.create_user(f"otel {next(OWNERS)}")
+    history = [_message("user", "read it")]
+    sent = []
+    for n in range(4):
+        reply = _message("assistant", f"answer {n}", n)
+        sent.append(_span(0, n, list(history), reply, BASE + n * 1_000_000))
+        history += [reply, _message("tool", f"result {n}", n)]
+    first = _protobuf_export(sent[:3]) if body == "protobuf" else None
+    if first is not None:
+        receive_export(owner, first.data, first.serialized)
+    else:
+        receive_export(owner, _export(sent[:3]))
+    kept = ReceivedSpan.objects.filter(owner=owner)
+    assert set(kept.values_list("packed", flat=True)) == {body}
+    # Another process (or this one restarted) knows nothing of the conversation.
+    receiver._FOLLOWED.clear()
+    receiver._READ.clear()
+    receive_export(owner, _export(sent[3:]))
+    (run,) = Run.objects.filter(owner=owner, format="otel")
+    assert _stored(run) == _expected(sent)["conversation 0"]
+    assert run.message_count == 8  # the question, 4 answers, 3 results sent back

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,6 +18,7 @@ from contextsim import model as core
 from contextsim.estimators import ESTIMATORS
 from contextsim.formats import FormatError
 from contextsim.formats.otel import BODY, Conversation, Inputs, SpanCall, calls_of, span_call
+from webapp import otlp_wire as wire
 from webapp.models import ReceivedSpan, Run, SpanGroup
 from webapp.services.live_batch import Growth, create_runs, grow_runs, update_rows
 from webapp.services.message_rows import MessageRow, message_row
@@ -26,6 +27,7 @@ from webapp.services.streaming import first_change, header_of, sync_run
 TRACE_ID = re.compile(r"[0-9a-f]{32}")
 SPAN_ID = re.compile(r"[0-9a-f]{16}")
 KEY_CHARS = SpanGroup._meta.get_field("key").max_length or 300
+EMPTY: Mapping[tuple[str, str], bytes] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,13 +40,17 @@ class Receipt:
     runs: tuple[Run, ...]
 
 
-def receive_export(owner: AbstractBaseUser, export: Any) -> Receipt:
+def receive_export(
+    owner: AbstractBaseUser, export: Any, serialized: Mapping[tuple[str, str], bytes] = EMPTY
+) -> Receipt:
     """Store the model call spans of an OTLP JSON export (ids in hex) for `owner` and
     bring the live run of every conversation they belong to in step, all in one
     transaction: the spans of a conversation whose calls cannot be put together are
     rejected (named in the receipt) and the others kept; a failure of the database
     leaves nothing half saved. Spans that are not model calls are skipped. Raises
-    FormatError when `export` is not an OTLP export at all."""
+    FormatError when `export` is not an OTLP export at all. `serialized`: the spans
+    as a protobuf body held them, by (trace id, span id) in hex (kept instead of
+    their JSON)."""
     found = calls_of(export, inputs=_INPUTS)
     rejected = list(found.rejected)
     groups: dict[str, list[SpanCall]] = defaultdict(list)
@@ -58,7 +64,7 @@ def receive_export(owner: AbstractBaseUser, export: Any) -> Receipt:
         return Receipt(0, tuple(rejected), ())
     try:
         with transaction.atomic():
-            stored, runs = _receive(owner, groups, rejected)
+            stored, runs = _receive(owner, groups, rejected, serialized)
     except BaseException:
         # What this process followed may be ahead of what the rollback leaves stored.
         for key in groups:
@@ -79,7 +85,10 @@ def _unstorable(call: SpanCall) -> str:
 
 
 def _receive(
-    owner: AbstractBaseUser, groups: dict[str, list[SpanCall]], rejected: list[str]
+    owner: AbstractBaseUser,
+    groups: dict[str, list[SpanCall]],
+    rejected: list[str],
+    serialized: Mapping[tuple[str, str], bytes],
 ) -> tuple[int, list[Run]]:
     """Store the calls not stored before and bring their groups' runs in step (in the
     caller's transaction). Returns how many calls were new and the runs that changed."""
@@ -94,27 +103,33 @@ def _receive(
             plans.append(_plan(owner, locked[key], new))
         except FormatError as error:
             rejected += [f"span {c.span_id}: {error.where}: {error.problem}" for c in new]
-    ReceivedSpan.objects.bulk_create(
-        [
-            ReceivedSpan(
-                owner=owner,
-                group=p.group,
-                trace_id=c.trace_id,
-                span_id=c.span_id,
-                start=c.start,
-                span=c.data,
-            )
-            for p in plans
-            for c in p.new
-        ],
-        # The unique constraint, not only the look-up, keeps a retried span out.
-        ignore_conflicts=True,
-    )
+    rows = [
+        _span_row(owner, p.group, c, serialized.get((c.trace_id, c.span_id)))
+        for p in plans
+        for c in p.new
+    ]
+    # The unique constraint, not only the look-up, keeps a retried span out.
+    ReceivedSpan.objects.bulk_create(rows, ignore_conflicts=True, batch_size=CHUNK)
     SpanGroup.objects.filter(pk__in=[p.group.pk for p in plans]).update(version=F("version") + 1)
     runs = _bring_in_step(owner, plans)
     for plan in plans:
         _keep_followed(owner, plan)
     return sum(len(p.new) for p in plans), runs
+
+
+def _span_row(
+    owner: AbstractBaseUser, group: SpanGroup, call: SpanCall, serialized: bytes | None
+) -> ReceivedSpan:
+    how, body = wire.packed(call.data, serialized)
+    return ReceivedSpan(
+        owner=owner,
+        group=group,
+        trace_id=call.trace_id,
+        span_id=call.span_id,
+        start=call.start,
+        packed=how,
+        body=body,
+    )
 
 
 def _locked_groups(owner: AbstractBaseUser, keys: list[str]) -> dict[str, SpanGroup]:
@@ -307,10 +322,10 @@ def _stored_calls(owner_id: int, group: SpanGroup) -> list[SpanCall]:
     batch would cost the batch the whole conversation."""
     rows = list(group.spans.order_by("start", "id").values_list("pk", "trace_id", "span_id"))
     missing = [pk for pk, t, s in rows if (owner_id, t, s) not in _READ]
-    for t, s, data in ReceivedSpan.objects.filter(pk__in=missing).values_list(
-        "trace_id", "span_id", "span"
+    for t, s, how, body in ReceivedSpan.objects.filter(pk__in=missing).values_list(
+        "trace_id", "span_id", "packed", "body"
     ):
-        call = span_call(BODY, f"span {t}/{s}", data)
+        call = span_call(BODY, f"span {t}/{s}", wire.unpacked(how, bytes(body)))
         if call is not None:
             _remember(owner_id, call)
     found = (_READ.get((owner_id, t, s)) for _, t, s in rows)

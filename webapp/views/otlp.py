@@ -44,7 +44,7 @@ def traces(request: HttpRequest) -> HttpResponse:
         export = wire.export_of(
             request.body, kind, request.headers.get("Content-Encoding", ""), limit
         )
-        receipt = receive_export(owner, export)
+        receipt = receive_export(owner, export.data, export.serialized)
     except wire.Unsupported as exc:
         return _error(wire.JSON, 415, wire.INVALID_ARGUMENT, str(exc))
     except (wire.Undecodable, FormatError) as exc:
