@@ -5,14 +5,19 @@ never found."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import sqlite3
 
 import pytest
 from django.test import Client
 from django.urls import reverse
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.web.test_import_service import import_bytes
 from webapp.models import Message, Run
+from webapp.services.message_rows import searchable
 
 pytestmark = pytest.mark.django_db
 
@@ -88,3 +93,45 @@ def alice_client_of(user) -> Client:
     client = Client()
     client.force_login(user)
     return client
+
+
+# Stored text never holds NUL (message_rows.storable replaces it).
+part_text = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30
+)
+
+
+@st.composite
+def stored_parts(draw: st.DrawFn) -> list[dict[str, object]]:
+    """Parts as messages store them (contextsim.formats.native.part_to_dict)."""
+    kinds = {
+        "text": lambda: {"type": "text", "text": draw(part_text)},
+        "tool_call": lambda: {
+            "type": "tool_call",
+            "id": draw(part_text),
+            "name": draw(part_text),
+            "arguments": draw(part_text),
+            **({"server_side": True} if draw(st.booleans()) else {}),
+        },
+        "tool_result": lambda: {
+            "type": "tool_result",
+            "call_id": draw(part_text),
+            "text": draw(part_text),
+            **({"is_error": True} if draw(st.booleans()) else {}),
+        },
+        "tool_spec": lambda: {"type": "tool_spec", "name": draw(part_text), "definition": "{}"},
+        "image": lambda: {"type": "image", "media_type": draw(part_text)},
+    }
+    return [kinds[draw(st.sampled_from(sorted(kinds)))]() for _ in range(draw(st.integers(0, 4)))]
+
+
+@given(parts=stored_parts())
+def test_the_text_written_to_the_index_is_what_the_former_trigger_took_from_the_json(parts):
+    """The writer fills SQLite's index (message_rows.searchable) with the strings the
+    trigger of migration 0014 took from the stored JSON, in SQL."""
+    search = importlib.import_module("webapp.migrations.0014_message_search")
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE m (parts TEXT)")
+    db.execute("INSERT INTO m VALUES (?)", [json.dumps(parts)])
+    (trigger_text,) = db.execute(f"SELECT ({search.SQLITE_TEXT.format(row='m')}) FROM m").fetchone()
+    assert searchable(parts) == (trigger_text or "")
