@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Model
+from django.db.models import ForeignKey, IntegerField, Model
 from django.utils import timezone
 
 from contextsim import model as core
@@ -100,8 +100,19 @@ def update_rows(objects: Sequence[Model], fields: Sequence[str]) -> None:
     assigned = ", ".join(f"{ops.quote_name(c.column)} = %s" for c in columns)
     table, pk = ops.quote_name(meta.db_table), ops.quote_name(meta.pk.column)
     sql = f"UPDATE {table} SET {assigned} WHERE {pk} = %s"
+    # Whole numbers and keys go to the driver as they are; other values are prepared
+    # by their fields.
+    plain = [isinstance(c, IntegerField | ForeignKey) for c in columns]
     params = [
-        (*(c.get_db_prep_save(getattr(o, c.attname), connection) for c in columns), o.pk)
+        (
+            *(
+                getattr(o, c.attname)
+                if p
+                else c.get_db_prep_save(getattr(o, c.attname), connection)
+                for c, p in zip(columns, plain, strict=True)
+            ),
+            o.pk,
+        )
         for o in objects
     ]
     with connection.cursor() as cursor:

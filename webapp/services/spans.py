@@ -133,9 +133,18 @@ def _locked_groups(owner: AbstractBaseUser, keys: list[str]) -> dict[str, SpanGr
     their keys (so two batches sharing conversations never wait on each other in a
     circle), each with its run."""
     keys = sorted(keys)
-    SpanGroup.objects.bulk_create(
-        [SpanGroup(owner=owner, key=k) for k in keys], ignore_conflicts=True, batch_size=CHUNK
-    )
+    found = _locked(owner, keys)
+    missing = [k for k in keys if k not in found]
+    if missing:
+        # Another batch may create the same groups meanwhile: both are kept out of
+        # each other's way by the unique constraint, then read here.
+        groups = [SpanGroup(owner=owner, key=k) for k in missing]
+        SpanGroup.objects.bulk_create(groups, ignore_conflicts=True, batch_size=CHUNK)
+        found.update(_locked(owner, missing))
+    return found
+
+
+def _locked(owner: AbstractBaseUser, keys: list[str]) -> dict[str, SpanGroup]:
     found: dict[str, SpanGroup] = {}
     for first in range(0, len(keys), CHUNK):
         rows = (
