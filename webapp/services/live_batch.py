@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
@@ -101,19 +102,19 @@ def update_rows(objects: Sequence[Model], fields: Sequence[str]) -> None:
     table, pk = ops.quote_name(meta.db_table), ops.quote_name(meta.pk.column)
     sql = f"UPDATE {table} SET {assigned} WHERE {pk} = %s"
     # Whole numbers and keys go to the driver as they are; other values are prepared
-    # by their fields.
+    # by their fields, once per value object (a batch's rows share their time).
     plain = [isinstance(c, IntegerField | ForeignKey) for c in columns]
-    params = [
-        (
-            *(
-                getattr(o, c.attname)
-                if p
-                else c.get_db_prep_save(getattr(o, c.attname), connection)
-                for c, p in zip(columns, plain, strict=True)
-            ),
-            o.pk,
-        )
-        for o in objects
-    ]
+    prepared: list[dict[int, Any]] = [{} for _ in columns]
+    params = []
+    for o in objects:
+        row = []
+        for c, is_plain, seen in zip(columns, plain, prepared, strict=True):
+            value = getattr(o, c.attname)
+            if not is_plain:
+                if id(value) not in seen:
+                    seen[id(value)] = c.get_db_prep_save(value, connection)
+                value = seen[id(value)]
+            row.append(value)
+        params.append((*row, o.pk))
     with connection.cursor() as cursor:
         cursor.executemany(sql, params)

@@ -86,6 +86,7 @@ def insert_batches(batches: Sequence[tuple[int, int, Sequence[MessageRow]]]) -> 
     time_at = MessageRow._fields.index("timestamp")
     params: list[tuple[Any, ...]] = []
     texts: list[str] = []
+    times: dict[datetime, Any] = {}
     indexed = connection.vendor == "sqlite"
     with transaction.atomic(), connection.cursor() as cursor:
         before = _last_id(cursor) if indexed else 0
@@ -94,8 +95,12 @@ def insert_batches(batches: Sequence[tuple[int, int, Sequence[MessageRow]]]) -> 
                 values = list(row)
                 for j in json_at:
                     values[j] = ops.adapt_json_value(values[j], None)
-                if values[time_at] is not None:
-                    values[time_at] = ops.adapt_datetimefield_value(values[time_at])
+                time = values[time_at]
+                if time is not None:
+                    # A call's new messages share its time: adapted once.
+                    if time not in times:
+                        times[time] = ops.adapt_datetimefield_value(time)
+                    values[time_at] = times[time]
                 params.append((run_id, i, *values))
                 if indexed:
                     texts.append(searchable(row.parts))

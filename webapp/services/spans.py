@@ -24,6 +24,7 @@ from webapp import otlp_wire as wire
 from webapp.models import ReceivedSpan, Run, SpanGroup
 from webapp.services.live_batch import Growth, create_runs, grow_runs, update_rows
 from webapp.services.message_rows import MessageRow, message_row
+from webapp.services.saving import NO_FIGURES
 from webapp.services.streaming import first_change, header_of, sync_run
 
 TRACE_ID = re.compile(r"[0-9a-f]{32}")
@@ -150,11 +151,24 @@ def _locked(owner: AbstractBaseUser, keys: list[str]) -> dict[str, SpanGroup]:
         rows = (
             SpanGroup.objects.select_for_update(of=("self",))
             .select_related("run")
+            .only(*GROUP_FIELDS)
             .filter(owner=owner, key__in=keys[first : first + CHUNK])
             .order_by("key")
         )
         found.update((g.key, g) for g in rows)
     return found
+
+
+GROUP_FIELDS = (
+    "key",
+    "owner_id",
+    "version",
+    "run_id",
+    *(f"run__{f}" for f in ("revision", "message_count", "title", "model", "compactions")),
+    *(f"run__{f}" for f in NO_FIGURES),
+)
+"""What a batch reads of its groups and their runs: enough to follow them and let
+them grow (a run that changes otherwise is read whole, streaming.sync_run)."""
 
 
 def _stored_ids(owner: AbstractBaseUser, calls: list[SpanCall]) -> set[tuple[str, str]]:
@@ -260,8 +274,10 @@ def _bring_in_step(owner: AbstractBaseUser, plans: list[Plan]) -> list[Run]:
             continue
         growth = _growth(stored, plan)
         if growth is None:
-            _, count = sync_run(owner, _stream_key(plan.group), plan.run, stored, plan.synced)
-            changed += [stored] if count is not None else []
+            whole = Run.objects.get(pk=stored.pk)
+            _, count = sync_run(owner, _stream_key(plan.group), plan.run, whole, plan.synced)
+            plan.group.run = whole
+            changed += [whole] if count is not None else []
         elif growth.messages:
             growths.append(growth)
     grow_runs(growths)
