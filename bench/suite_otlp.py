@@ -166,6 +166,9 @@ def run() -> list[Figure]:
     figures = []
     try:
         start_django(data_dir)
+        from webapp import heap
+
+        heap.settle()  # as the server's entry points do once started
         for name, (conversations, calls) in WORKLOADS.items():
             spans = _spans(conversations, calls)
             count = len(spans)

@@ -15,7 +15,9 @@ warnings.filterwarnings("ignore", message="StreamingHttpResponse must consume sy
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 django_app = get_asgi_application()
 
-from webapp import proxy  # noqa: E402  (needs Django set up first)
+from webapp import heap, proxy  # noqa: E402  (needs Django set up first)
+
+heap.settle()
 
 
 async def application(scope, receive, send):  # type: ignore[no-untyped-def]

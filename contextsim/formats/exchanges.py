@@ -15,6 +15,7 @@ response carries the usage measured for the request that produced it.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import chain, islice
@@ -285,14 +286,15 @@ class Rebuilding:
         self.added = 0
         # A request repeats the messages of the one before it: when they are the same
         # objects (a reader that reuses what it read), their keys are not computed
-        # again. Only the last request's are kept (a message with its key, so its id
-        # is not reused meanwhile): a long log's requests are never all held.
-        self._keys: dict[int, tuple[Message, Hashable]] = {}
+        # again. Only the last request and its keys are held: a long log's requests
+        # are never all held, and a request that starts with the last one's messages
+        # costs only its new ones.
+        self._held: tuple[Message, ...] = ()
+        self._held_keys: list[Hashable] = []
 
     def add(self, exchange: Exchange) -> None:
         """Follow one more exchange (made after all those added before)."""
-        known, self._keys = self._keys, {}
-        keys = [self._key(m, known) for m in exchange.request]
+        keys = self._keys_of(exchange.request)
         history, start = _follow(self.histories, keys, exchange.where)
         if history is None:
             history = _fork(self.histories, exchange, keys)
@@ -310,18 +312,29 @@ class Rebuilding:
         history.latest, history.model = self.added, exchange.model or history.model
         self.added += 1
 
-    def _key(self, message: Message, known: dict[int, tuple[Message, Hashable]]) -> Hashable:
-        found = known.get(id(message)) or (message, message_key(message))
-        self._keys[id(message)] = found
-        return found[1]
+    def _keys_of(self, request: tuple[Message, ...]) -> list[Hashable]:
+        """The message keys of `request`, those of messages it shares with the last
+        request (the same objects) taken from there; the request is held next."""
+        held, held_keys = self._held, self._held_keys
+        n = len(held)
+        if n and len(request) >= n and all(map(operator.is_, held, request)):
+            keys = held_keys + [message_key(m) for m in request[n:]]
+        else:
+            # `held` is alive, so an id found here is its message's.
+            known = dict(zip(map(id, held), held_keys, strict=True))
+            keys = [known.get(id(m)) or message_key(m) for m in request]
+        self._held, self._held_keys = request, keys
+        return keys
 
-    def result(self, path: str, warnings: list[str]) -> tuple[tuple[Message, ...], str]:
+    def result(self, path: str, warnings: list[str] | None) -> tuple[tuple[Message, ...], str]:
         """The run's messages and model so far; what was left out or edited is
-        reported in `warnings` (see rebuild)."""
+        reported in `warnings` (see rebuild), unless it is None (a caller that shows
+        no warnings: working them out walks every reply so far)."""
         if not self.histories:
             return (), ""
         kept = max(self.histories, key=lambda h: (len(h.messages), h.latest))
-        _report(path, self.replies, kept, warnings)
+        if warnings is not None:
+            _report(path, self.replies, kept, warnings)
         return tuple(kept.messages), kept.model
 
 

@@ -226,10 +226,11 @@ class Conversation:
         self.previous = request + ((exchange.response,) if exchange.response else ())
         self.last_start = call.start
 
-    def run(self, path: str, out: list[str]) -> Run:
-        """The run of the calls added so far; what rebuilding changed goes to `out`."""
+    def run(self, path: str, out: list[str] | None) -> Run:
+        """The run of the calls added so far; what rebuilding changed goes to `out`
+        (None: not worked out)."""
         key = self.key
-        if self.blind:
+        if self.blind and out is not None:
             kind = "trace" if self.by_trace else "conversation"
             note = f"{self.blind} call(s) recorded no input (content is opt-in)"
             out.append(f"{path}: {kind} {key}: {note}")

@@ -258,7 +258,7 @@ def _plan(owner: AbstractBaseUser, group: SpanGroup, new: list[SpanCall]) -> Pla
         stored = _stored_calls(owner.pk, group) if group.version else []
         calls = sorted([*stored, *new], key=lambda c: c.start)  # stable: stored first
         followed, synced = Followed(_conversation(group, calls)), None
-    return Plan(group, new, followed, followed.conversation.run(BODY, []), synced)
+    return Plan(group, new, followed, followed.conversation.run(BODY, None), synced)
 
 
 def _bring_in_step(owner: AbstractBaseUser, plans: list[Plan]) -> list[Run]:
