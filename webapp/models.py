@@ -451,3 +451,27 @@ class ReceivedSpan(models.Model):
             )
         ]
         indexes = [models.Index(fields=["group", "start"], name="span_group_start")]
+
+
+class ReceivedEvent(models.Model):
+    """A GenAI message event received over OTLP as a log record (the logs signal), kept
+    as the span event it stands for (OTLP JSON) until and after its span arrives: the
+    span's call is read with it (contextsim.formats.otel_events.log_events). Stored once
+    per owner: an exporter's retry adds nothing."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    event = models.JSONField()
+    digest = models.CharField(max_length=64)
+    """A hash of the record's span, time and content: the same record sent twice has
+    the same."""
+    received = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "digest"], name="event_once_per_owner")
+        ]
+        indexes = [
+            models.Index(fields=["owner", "trace_id", "span_id"], name="event_span"),
+        ]

@@ -1,5 +1,5 @@
 """OTLP/HTTP on the wire (opentelemetry-proto docs/specification.md, "OTLP/HTTP"): a
-trace export request body, protobuf or JSON, gzip-compressed or not, read into the OTLP
+trace or logs export request body, protobuf or JSON, gzip-compressed or not, read into the OTLP
 JSON shape the mapping reads (a protobuf body's ids turned from bytes into hex, as OTLP
 JSON writes them); answers encoded as the request was."""
 
@@ -15,6 +15,7 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from google.rpc import status_pb2
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
@@ -55,21 +56,9 @@ def export_of(body: bytes, content_type: str, encoding: str, limit: int) -> Expo
     content type other than protobuf or JSON or an encoding other than gzip or none,
     Undecodable for a body that cannot be read (saying why), TooBig when it inflates
     past `limit` bytes."""
-    kind = media_type(content_type)
-    if kind not in (PROTOBUF, JSON):
-        raise Unsupported(f"content type {kind or 'none'!r}: send {PROTOBUF} or {JSON}")
-    raw = _inflated(body, encoding.strip().lower(), limit)
-    if kind == JSON:
-        try:
-            return Export(json.loads(raw))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise Undecodable(f"request body: invalid JSON ({exc})") from None
-        except (RecursionError, ValueError):
-            raise Undecodable("request body: JSON nested too deeply") from None
-    try:
-        request = trace_service_pb2.ExportTraceServiceRequest.FromString(raw)
-    except DecodeError as exc:
-        raise Undecodable(f"request body: not an OTLP ExportTraceServiceRequest ({exc})") from None
+    request = _request(body, content_type, encoding, limit, trace_service_pb2)
+    if not isinstance(request, trace_service_pb2.ExportTraceServiceRequest):
+        return Export(request)
     serialized: dict[tuple[str, str], bytes] = {}
     scopes = []
     for resource in request.resource_spans:
@@ -81,6 +70,67 @@ def export_of(body: bytes, content_type: str, encoding: str, limit: int) -> Expo
                 spans.append(span_json(span))
             scopes.append({"spans": spans})
     return Export({"resourceSpans": [{"scopeSpans": scopes}]}, serialized)
+
+
+def logs_of(body: bytes, content_type: str, encoding: str, limit: int) -> Any:
+    """The OTLP JSON (ids in hex) of an ExportLogsServiceRequest body; raises as
+    export_of does."""
+    request = _request(body, content_type, encoding, limit, logs_service_pb2)
+    if not isinstance(request, logs_service_pb2.ExportLogsServiceRequest):
+        return request
+    resources = []
+    for resource in request.resource_logs:
+        scopes = [
+            {"logRecords": [_log_json(r) for r in scope.log_records]}
+            for scope in resource.scope_logs
+        ]
+        resources.append({"scopeLogs": scopes})
+    return {"resourceLogs": resources}
+
+
+def _request(body: bytes, content_type: str, encoding: str, limit: int, service: Any) -> Any:
+    """A JSON body decoded, or a protobuf body as the service's export request."""
+    kind = media_type(content_type)
+    if kind not in (PROTOBUF, JSON):
+        raise Unsupported(f"content type {kind or 'none'!r}: send {PROTOBUF} or {JSON}")
+    raw = _inflated(body, encoding.strip().lower(), limit)
+    if kind == JSON:
+        try:
+            return json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise Undecodable(f"request body: invalid JSON ({exc})") from None
+        except (RecursionError, ValueError):
+            raise Undecodable("request body: JSON nested too deeply") from None
+    message = (
+        service.ExportTraceServiceRequest
+        if service is trace_service_pb2
+        else service.ExportLogsServiceRequest
+    )
+    try:
+        return message.FromString(raw)
+    except DecodeError as exc:
+        raise Undecodable(f"request body: not an OTLP {message.__name__} ({exc})") from None
+
+
+def _log_json(record: Any) -> dict[str, Any]:
+    """A protobuf LogRecord as OTLP JSON writes it (ids in hex; the fields read)."""
+    out: dict[str, Any] = {}
+    for key, value in (
+        ("traceId", record.trace_id.hex()),
+        ("spanId", record.span_id.hex()),
+        ("eventName", record.event_name),
+    ):
+        if value:
+            out[key] = value
+    if record.time_unix_nano:
+        out["timeUnixNano"] = str(record.time_unix_nano)
+    if record.observed_time_unix_nano:
+        out["observedTimeUnixNano"] = str(record.observed_time_unix_nano)
+    if record.HasField("body"):
+        out["body"] = _any(record.body)
+    if record.attributes:
+        out["attributes"] = [_pair(kv) for kv in record.attributes]
+    return out
 
 
 def span_json(span: Any) -> dict[str, Any]:
@@ -191,14 +241,22 @@ def unpacked(how: str, body: bytes) -> Any:
     return json.loads(raw)
 
 
-def success(kind: str, rejected: tuple[str, ...]) -> bytes:
-    """An ExportTraceServiceResponse: partial_success names the rejected spans and why
-    (left unset when none was, as the specification asks)."""
-    response = trace_service_pb2.ExportTraceServiceResponse()
+def success(kind: str, rejected: tuple[str, ...], logs: bool = False) -> bytes:
+    """An ExportTraceServiceResponse (with `logs`, an ExportLogsServiceResponse):
+    partial_success names the rejected spans or log records and why (left unset when
+    none was, as the specification asks)."""
+    response = (
+        logs_service_pb2.ExportLogsServiceResponse()
+        if logs
+        else trace_service_pb2.ExportTraceServiceResponse()
+    )
     if rejected:
         shown = "; ".join(rejected[:SHOWN_REASONS])
         more = len(rejected) - SHOWN_REASONS
-        response.partial_success.rejected_spans = len(rejected)
+        if logs:
+            response.partial_success.rejected_log_records = len(rejected)
+        else:
+            response.partial_success.rejected_spans = len(rejected)
         response.partial_success.error_message = shown + (f"; and {more} more" if more > 0 else "")
     return _encoded(kind, response)
 

@@ -63,9 +63,11 @@ urlpatterns = [
     path("api/runs/", api.runs, name="api-runs"),
     path("api/runs/<str:public_id>/", api.run_figures, name="api-run"),
     path("api/runs/<str:public_id>/messages/", api.append, name="api-append"),
-    # The OTLP/HTTP trace receiver, at the exporters' default path and under /otlp/.
+    # The OTLP/HTTP trace and logs receivers, at the exporters' default paths and under /otlp/.
     path("v1/traces", otlp.traces, name="otlp-traces"),
     path("otlp/v1/traces", otlp.traces, name="otlp-traces-prefixed"),
+    path("v1/logs", otlp.logs, name="otlp-logs"),
+    path("otlp/v1/logs", otlp.logs, name="otlp-logs-prefixed"),
     path(
         "login/",
         ratelimit(key="post:username", rate=limits.sign_in_rate, method="POST", block=True)(

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -62,3 +64,13 @@ def fresh_rate_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     frozen = time.time()
     # Only django-ratelimit's clock: its module's `time`, not the time module itself.
     monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: frozen))
+
+
+@pytest.fixture
+def upstream_url() -> Iterator[tuple[Any, str]]:
+    """The fake model API (tests/upstream.py) served on loopback, and its address."""
+    from tests.upstream import Upstream, serving
+
+    upstream = Upstream()
+    with serving(upstream) as url:
+        yield upstream, url

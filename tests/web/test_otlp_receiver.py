@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -480,15 +480,6 @@ def test_spans_of_one_conversation_id_join_one_run_and_other_conversations_their
 
 
 # An instrumented client nobody here wrote, against the fake upstream.
-
-
-@pytest.fixture
-def upstream_url() -> Iterator[tuple[Any, str]]:
-    from tests.upstream import Upstream, serving
-
-    upstream = Upstream()
-    with serving(upstream) as url:
-        yield upstream, url
 
 
 def test_the_openai_v2_instrumentation_around_the_openai_sdk_makes_the_run(

@@ -22,6 +22,7 @@ from contextsim.formats import FormatError
 from contextsim.formats.otel import BODY, Conversation, Inputs, SpanCall, calls_of, span_call
 from webapp import otlp_wire as wire
 from webapp.models import ReceivedSpan, Run, SpanGroup
+from webapp.services import span_events
 from webapp.services.live_batch import Growth, create_runs, grow_runs, update_rows
 from webapp.services.message_rows import MessageRow, message_row
 from webapp.services.saving import NO_FIGURES
@@ -54,26 +55,60 @@ def receive_export(
     FormatError when `export` is not an OTLP export at all. `serialized`: the spans
     as a protobuf body held them, by (trace id, span id) in hex (kept instead of
     their JSON)."""
-    found = calls_of(export, inputs=_INPUTS)
-    rejected = list(found.rejected)
     groups: dict[str, list[SpanCall]] = defaultdict(list)
-    for call in found.calls:
-        problem = _unstorable(call)
-        if problem:
-            rejected.append(problem)
-        else:
-            groups[call.group].append(call)
-    if not groups:
-        return Receipt(0, tuple(rejected), ())
     try:
         with transaction.atomic():
-            stored, runs = _receive(owner, groups, rejected, serialized)
+            # Events received as log records are read with their spans; the owner's
+            # lock keeps a logs batch from storing one between that and the spans.
+            lock_owner(owner)
+            ids = span_events.span_ids(export)
+            export = span_events.with_events(export, span_events.events_of(owner, ids))
+            found = calls_of(export, inputs=_INPUTS)
+            rejected = list(found.rejected)
+            for call in found.calls:
+                problem = _unstorable(call)
+                if problem:
+                    rejected.append(problem)
+                else:
+                    groups[call.group].append(call)
+            stored, runs = _receive(owner, groups, rejected, serialized) if groups else (0, [])
     except BaseException:
         # What this process followed may be ahead of what the rollback leaves stored.
         for key in groups:
             _FOLLOWED.pop((owner.pk, key), None)
         raise
     return Receipt(stored, tuple(rejected), tuple(runs))
+
+
+def lock_owner(owner: AbstractBaseUser) -> None:
+    """Take the owner's lock on what it receives over OTLP (spans and events), for the
+    rest of the transaction."""
+    model = type(owner)
+    list(model._default_manager.select_for_update().filter(pk=owner.pk).values_list("pk"))
+
+
+def resync(owner: AbstractBaseUser, ids: set[tuple[str, str]]) -> list[Run]:
+    """Bring in step the runs of the groups whose stored spans `ids` ((trace id, span
+    id)) gained events since they were read (in the caller's transaction, holding the
+    owner's lock): their calls are read again from what is stored. Returns the runs
+    that changed."""
+    traces = sorted({t for t, _ in ids})
+    keys: set[str] = set()
+    for first in range(0, len(traces), CHUNK):
+        rows = ReceivedSpan.objects.filter(owner=owner, trace_id__in=traces[first : first + CHUNK])
+        keys.update(
+            k for t, s, k in rows.values_list("trace_id", "span_id", "group__key") if (t, s) in ids
+        )
+    if not keys:
+        return []
+    for trace, span in ids:
+        _READ.pop((owner.pk, trace, span), None)
+    plans = []
+    for key, group in _locked_groups(owner, sorted(keys)).items():
+        _FOLLOWED.pop((owner.pk, key), None)
+        followed = Followed(_conversation(group, _stored_calls(owner, group)))
+        plans.append(Plan(group, [], followed, followed.conversation.run(BODY, None), None))
+    return _apply(owner, plans)
 
 
 def _unstorable(call: SpanCall) -> str:
@@ -113,11 +148,17 @@ def _receive(
             for c in p.new
         ]
     )
+    return sum(len(p.new) for p in plans), _apply(owner, plans)
+
+
+def _apply(owner: AbstractBaseUser, plans: list[Plan]) -> list[Run]:
+    """Bring the planned groups' runs in step, a new version of each group (what
+    another process followed of it is stale). Returns the runs that changed."""
     SpanGroup.objects.filter(pk__in=[p.group.pk for p in plans]).update(version=F("version") + 1)
     runs = _bring_in_step(owner, plans)
     for plan in plans:
         _keep_followed(owner, plan)
-    return sum(len(p.new) for p in plans), runs
+    return runs
 
 
 def _span_row(
@@ -255,7 +296,7 @@ def _plan(owner: AbstractBaseUser, group: SpanGroup, new: list[SpanCall]) -> Pla
         synced: tuple[core.Message, ...] | None = followed.messages
     else:
         # A group's first calls are all there is: nothing stored to read again.
-        stored = _stored_calls(owner.pk, group) if group.version else []
+        stored = _stored_calls(owner, group) if group.version else []
         calls = sorted([*stored, *new], key=lambda c: c.start)  # stable: stored first
         followed, synced = Followed(_conversation(group, calls)), None
     return Plan(group, new, followed, followed.conversation.run(BODY, None), synced)
@@ -363,17 +404,24 @@ _FOLLOWED: OrderedDict[tuple[int, str], Followed] = OrderedDict()
 _INPUTS = Inputs(FOLLOWED_KEPT)
 
 
-def _stored_calls(owner_id: int, group: SpanGroup) -> list[SpanCall]:
-    """The group's calls in start order, read again from the spans kept only when this
-    process has not read them already: a span stored is never changed, so its call is
-    the same every time, and reading every span of a long conversation again for each
-    batch would cost the batch the whole conversation."""
+def _stored_calls(owner: AbstractBaseUser, group: SpanGroup) -> list[SpanCall]:
+    """The group's calls in start order, read again from the spans kept (with the
+    events received for them) only when this process has not read them already: a
+    span stored is never changed, so its call is the same every time, and reading
+    every span of a long conversation again for each batch would cost the batch the
+    whole conversation."""
+    owner_id = owner.pk
     rows = list(group.spans.order_by("start", "id").values_list("pk", "trace_id", "span_id"))
     missing = [pk for pk, t, s in rows if (owner_id, t, s) not in _READ]
-    for t, s, how, body in ReceivedSpan.objects.filter(pk__in=missing).values_list(
-        "trace_id", "span_id", "packed", "body"
-    ):
-        call = span_call(BODY, f"span {t}/{s}", wire.unpacked(how, bytes(body)))
+    kept = list(
+        ReceivedSpan.objects.filter(pk__in=missing).values_list(
+            "trace_id", "span_id", "packed", "body"
+        )
+    )
+    events = span_events.events_of(owner, {(t, s) for t, s, _, _ in kept}) if kept else {}
+    for t, s, how, body in kept:
+        span = span_events.joined(wire.unpacked(how, bytes(body)), events.get((t, s), []))
+        call = span_call(BODY, f"span {t}/{s}", span)
         if call is not None:
             _remember(owner_id, call)
     found = (_READ.get((owner_id, t, s)) for _, t, s in rows)

@@ -1,5 +1,6 @@
-"""The OTLP/HTTP trace receiver (``POST /v1/traces``, also ``/otlp/v1/traces``): what
-OpenTelemetry exporters and collectors send, answered as the OTLP specification says.
+"""The OTLP/HTTP trace and logs receivers (``POST /v1/traces`` and ``/v1/logs``, also
+under ``/otlp/``): what OpenTelemetry exporters and collectors send, answered as the
+OTLP specification says.
 Authenticated by a contextsim API key (`Authorization: Bearer <key>`), or none in
 single-user local mode (webapp.callers)."""
 
@@ -15,6 +16,7 @@ from django_ratelimit.core import is_ratelimited
 from contextsim.formats import FormatError
 from webapp import otlp_wire as wire
 from webapp.callers import caller
+from webapp.services.span_logs import receive_logs
 from webapp.services.spans import receive_export
 
 
@@ -22,6 +24,18 @@ from webapp.services.spans import receive_export
 @require_POST
 def traces(request: HttpRequest) -> HttpResponse:
     """Body: an ExportTraceServiceRequest (protobuf or JSON, gzip or not)."""
+    return _receive(request, logs=False)
+
+
+@csrf_exempt
+@require_POST
+def logs(request: HttpRequest) -> HttpResponse:
+    """Body: an ExportLogsServiceRequest (protobuf or JSON, gzip or not): its GenAI
+    message events join their model call spans (webapp.services.span_logs)."""
+    return _receive(request, logs=True)
+
+
+def _receive(request: HttpRequest, logs: bool) -> HttpResponse:
     kind = wire.media_type(request.content_type or "")
     answer_kind = kind if kind == wire.PROTOBUF else wire.JSON
     rate = settings.RATE_BAD_API_KEYS
@@ -40,11 +54,13 @@ def traces(request: HttpRequest) -> HttpResponse:
         response["WWW-Authenticate"] = "Bearer"
         return response
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    encoding = request.headers.get("Content-Encoding", "")
     try:
-        export = wire.export_of(
-            request.body, kind, request.headers.get("Content-Encoding", ""), limit
-        )
-        receipt = receive_export(owner, export.data, export.serialized)
+        if logs:
+            receipt = receive_logs(owner, wire.logs_of(request.body, kind, encoding, limit))
+        else:
+            export = wire.export_of(request.body, kind, encoding, limit)
+            receipt = receive_export(owner, export.data, export.serialized)
     except wire.Unsupported as exc:
         return _error(wire.JSON, 415, wire.INVALID_ARGUMENT, str(exc))
     except (wire.Undecodable, FormatError) as exc:
@@ -54,7 +70,8 @@ def traces(request: HttpRequest) -> HttpResponse:
             str(exc) if isinstance(exc, wire.TooBig) else f"request body: over {limit:,} bytes"
         )
         return _error(answer_kind, 413, wire.RESOURCE_EXHAUSTED, message)
-    return HttpResponse(wire.success(answer_kind, receipt.rejected), content_type=answer_kind)
+    answer = wire.success(answer_kind, receipt.rejected, logs=logs)
+    return HttpResponse(answer, content_type=answer_kind)
 
 
 def _key(request: HttpRequest) -> str:
