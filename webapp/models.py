@@ -438,6 +438,9 @@ class ReceivedSpan(models.Model):
     span_id = models.CharField(max_length=16)
     start = models.BigIntegerField()
     """When the call started, in nanoseconds since the epoch."""
+    parent_id = models.CharField(max_length=16, blank=True)
+    """Its parent span's id: a call that names no conversation joins the one its
+    parent names, even when the parent arrives later (NamedSpan)."""
     packed = models.CharField(max_length=8)
     """How `body` holds the span: "protobuf" (as an OTLP protobuf body serialized it)
     or "json" (OTLP JSON, ids in hex), zlib-compressed either way."""
@@ -475,3 +478,22 @@ class ReceivedEvent(models.Model):
         indexes = [
             models.Index(fields=["owner", "trace_id", "span_id"], name="event_span"),
         ]
+
+
+class NamedSpan(models.Model):
+    """A span received over OTLP that names its conversation (an agent's invoke span
+    names it, its model calls often not): a call whose parent it is, received before
+    or after it, is in that conversation."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    conversation = models.CharField(max_length=300)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "trace_id", "span_id"], name="named_span_once_per_owner"
+            )
+        ]
+

@@ -23,7 +23,9 @@ OpenInference ``llm.tools``).
   and OpenInference sum them too): Usage.input_tokens = input - cache read - cache
   write, unless the cache counts exceed the input.
 - Grouping: one run per ``gen_ai.conversation.id`` (semconv v1.37) or OpenInference's
-  ``session.id``, read on the call's own span; else one run per trace. A run's calls are
+  ``session.id``, read on the call's own span, else on its nearest ancestor in the
+  same export (an agent's ``invoke_agent`` span names it, its calls often not); else
+  one run per trace. A run's calls are
   in start order, rebuilt like logged exchanges (exchanges.rebuild), each call sent at
   its span's start and answered at its end; a call without recorded input (content
   capture is opt-in) gets the history so far. Not read: Jaeger/Zipkin JSON; no
@@ -79,6 +81,11 @@ class SpanCall:
     recorded: bool = True
     data: Any = field(default=None, compare=False, repr=False)
     """The span as read (OTLP JSON), to keep and read again."""
+    parent: str = ""
+    """The parent span's id (hex), if any."""
+    own_group: bool = True
+    """Whether the span names its conversation itself (else it was found on an
+    ancestor, or it is the trace's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +95,9 @@ class SpanCalls:
 
     calls: tuple[SpanCall, ...]
     rejected: tuple[str, ...] = ()
+    named: tuple[tuple[str, str, str], ...] = ()
+    """(trace id, span id, conversation id) of every span that names its
+    conversation, model call or not (an agent's span usually does, its calls not)."""
 
 
 class OTelImporter:
@@ -139,7 +149,9 @@ def calls_of(export: Any, path: str = BODY, inputs: Inputs | None = None) -> Spa
     rejected with the reason, the others kept. Raises FormatError when the export itself
     is not one (its JSON path and what was expected). `inputs`: see Inputs."""
     rejected: list[str] = []
-    return SpanCalls(tuple(_calls(path, "$", export, rejected, inputs)), tuple(rejected))
+    named: list[tuple[str, str, str]] = []
+    calls = _calls(path, "$", export, rejected, inputs, named)
+    return SpanCalls(tuple(calls), tuple(rejected), tuple(named))
 
 
 def runs_from(path: str, calls: Iterable[SpanCall], warnings: list[str]) -> tuple[Run, ...]:
@@ -160,18 +172,34 @@ def span_call(path: str, where: str, span: Any, inputs: Inputs | None = None) ->
     attrs = span_attrs(path, where, span)
     if not _is_call(attrs):
         return None
-    group = next((str(attrs.values[k]) for k in GROUP if attrs.values.get(k)), trace)
+    own = next((str(attrs.values[k]) for k in GROUP if attrs.values.get(k)), None)
+    group = own or trace
     exchange, recorded = _call(attrs, None if inputs is None else inputs.of(group))
-    span_id = str(span.get("spanId") or "")
-    return SpanCall(group, trace, span_id, start_nanos(span), exchange, recorded, span)
+    span_id, parent = str(span.get("spanId") or ""), str(span.get("parentSpanId") or "")
+    start = start_nanos(span)
+    return SpanCall(group, trace, span_id, start, exchange, recorded, span, parent, own is not None)
 
 
 def _calls(
-    path: str, root: str, export: Any, rejected: list[str] | None, inputs: Inputs | None = None
+    path: str,
+    root: str,
+    export: Any,
+    rejected: list[str] | None,
+    inputs: Inputs | None = None,
+    named: list[tuple[str, str, str]] | None = None,
 ) -> list[SpanCall]:
-    """The export's model calls; a bad span raises, or with `rejected` is named there."""
+    """The export's model calls, a call that names no conversation in the one its
+    nearest ancestor in the export names (else its trace's); a bad span raises, or
+    with `rejected` is named there. `named` gets SpanCalls.named."""
     calls = []
+    family: dict[str, tuple[str, str | None]] = {}  # span id -> (parent id, conversation)
     for where, span in _spans(path, root, export):
+        if isinstance(span, dict):
+            own = _named(span)
+            span_id = str(span.get("spanId") or "")
+            family[span_id] = (str(span.get("parentSpanId") or ""), own)
+            if own is not None and named is not None:
+                named.append((str(span.get("traceId") or ""), span_id, own))
         try:
             call = span_call(path, where, span, inputs)
         except FormatError as error:
@@ -181,7 +209,32 @@ def _calls(
             continue
         if call is not None:
             calls.append(call)
-    return calls
+    return [_inherited(call, family) for call in calls]
+
+
+def _named(span: dict[str, Any]) -> str | None:
+    """The conversation the span names (GROUP), read without decoding the rest."""
+    for pair in span.get("attributes") or ():
+        if isinstance(pair, dict) and pair.get("key") in GROUP:
+            value = pair.get("value")
+            text = value.get("stringValue") if isinstance(value, dict) else None
+            if isinstance(text, str) and text:
+                return text
+    return None
+
+
+def _inherited(call: SpanCall, family: dict[str, tuple[str, str | None]]) -> SpanCall:
+    """`call` in the conversation its nearest ancestor names, when it names none."""
+    if call.own_group:
+        return call
+    seen, at = set(), call.parent
+    while at in family and at not in seen:
+        seen.add(at)
+        parent, own = family[at]
+        if own is not None:
+            return replace(call, group=own)
+        at = parent
+    return call
 
 
 def _spans(path: str, root: str, export: Any) -> Iterator[tuple[str, dict[str, Any]]]:

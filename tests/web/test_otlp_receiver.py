@@ -536,3 +536,33 @@ def test_the_openai_v2_instrumentation_around_the_openai_sdk_makes_the_run(
     # cached ones (patch.py, chat path: input_tokens and output_tokens only).
     measured = [(r.usage.prompt_tokens, r.usage.completion_tokens) for r in (first, second)]
     assert [(i + c, o) for i, c, o in _usages(run)] == measured
+
+
+def test_calls_that_name_no_conversation_join_their_agents_whichever_arrives_first(
+    live_server, key
+):
+    """The agent's span names the conversation, its chat spans not; the agent's span
+    ends last, so exported span by span it arrives after its calls: they are moved
+    from their trace's run to the conversation's. A second trace of the conversation
+    continues the same run."""
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "conv-42"}
+    exporter = _exporter(_url(live_server), key)
+    spans = _recorded(FIRST, **agent)
+    assert spans[-1].name == "invoke_agent weather"  # the parent ends, and goes, last
+    for one in spans:
+        _export(exporter, [one])
+    (run,) = Run.objects.filter(format="otel")
+    assert run.session_id == "conv-42"
+    assert [role for role, _ in _messages(run)] == ["system", "user", "assistant"]
+    # The next turn, another trace: its agent span goes first this time.
+    later = _recorded(SECOND, **agent)
+    _export(exporter, [later[-1], *later[:-1]])
+    (run,) = Run.objects.filter(format="otel")
+    assert run.session_id == "conv-42"
+    assert [role for role, _ in _messages(run)] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]

@@ -22,7 +22,7 @@ from contextsim.formats import FormatError
 from contextsim.formats.otel import BODY, Conversation, Inputs, SpanCall, calls_of, span_call
 from webapp import otlp_wire as wire
 from webapp.models import ReceivedSpan, Run, SpanGroup
-from webapp.services import span_events
+from webapp.services import span_events, span_parents
 from webapp.services.live_batch import Growth, create_runs, grow_runs, update_rows
 from webapp.services.message_rows import MessageRow, message_row
 from webapp.services.saving import NO_FIGURES
@@ -56,6 +56,7 @@ def receive_export(
     as a protobuf body held them, by (trace id, span id) in hex (kept instead of
     their JSON)."""
     groups: dict[str, list[SpanCall]] = defaultdict(list)
+    moved: set[str] = set()
     try:
         with transaction.atomic():
             # Events received as log records are read with their spans; the owner's
@@ -65,16 +66,20 @@ def receive_export(
             export = span_events.with_events(export, span_events.events_of(owner, ids))
             found = calls_of(export, inputs=_INPUTS)
             rejected = list(found.rejected)
-            for call in found.calls:
+            for call in span_parents.joined(owner, found.calls):
                 problem = _unstorable(call)
                 if problem:
                     rejected.append(problem)
                 else:
                     groups[call.group].append(call)
+            moved = span_parents.adopt(owner, found.named)
+            for key in moved:  # their stored calls changed: read again
+                _FOLLOWED.pop((owner.pk, key), None)
             stored, runs = _receive(owner, groups, rejected, serialized) if groups else (0, [])
+            runs += _resync_groups(owner, moved - groups.keys())
     except BaseException:
         # What this process followed may be ahead of what the rollback leaves stored.
-        for key in groups:
+        for key in groups.keys() | moved:
             _FOLLOWED.pop((owner.pk, key), None)
         raise
     return Receipt(stored, tuple(rejected), tuple(runs))
@@ -99,14 +104,26 @@ def resync(owner: AbstractBaseUser, ids: set[tuple[str, str]]) -> list[Run]:
         keys.update(
             k for t, s, k in rows.values_list("trace_id", "span_id", "group__key") if (t, s) in ids
         )
-    if not keys:
-        return []
     for trace, span in ids:
         _READ.pop((owner.pk, trace, span), None)
+    return _resync_groups(owner, keys)
+
+
+def _resync_groups(owner: AbstractBaseUser, keys: set[str]) -> list[Run]:
+    """Bring the runs of the groups `keys` in step with what they store, read again; a
+    group left with no span (its calls moved to their conversation's) is deleted with
+    its run. Returns the runs that changed."""
+    if not keys:
+        return []
     plans = []
     for key, group in _locked_groups(owner, sorted(keys)).items():
         _FOLLOWED.pop((owner.pk, key), None)
-        followed = Followed(_conversation(group, _stored_calls(owner, group)))
+        calls = _stored_calls(owner, group)
+        if not calls:
+            Run.objects.filter(pk=group.run_id).delete()
+            SpanGroup.objects.filter(pk=group.pk).delete()
+            continue
+        followed = Followed(_conversation(group, calls))
         plans.append(Plan(group, [], followed, followed.conversation.run(BODY, None), None))
     return _apply(owner, plans)
 
@@ -167,7 +184,18 @@ def _span_row(
     """The span's row (SPAN_COLUMNS) as the driver takes it."""
     how, body = wire.packed(call.data, serialized)
     received = connection.ops.adapt_datetimefield_value(timezone.now())
-    return (owner.pk, group.pk, call.trace_id, call.span_id, call.start, how, body, received)
+    parent = call.parent if SPAN_ID.fullmatch(call.parent) else ""
+    return (
+        owner.pk,
+        group.pk,
+        call.trace_id,
+        call.span_id,
+        parent,
+        call.start,
+        how,
+        body,
+        received,
+    )
 
 
 def _locked_groups(owner: AbstractBaseUser, keys: list[str]) -> dict[str, SpanGroup]:
@@ -251,7 +279,17 @@ def _insert_spans(rows: list[tuple[Any, ...]]) -> None:
             cursor.executemany(sql, rows[first : first + CHUNK])
 
 
-SPAN_COLUMNS = ("owner", "group", "trace_id", "span_id", "start", "packed", "body", "received")
+SPAN_COLUMNS = (
+    "owner",
+    "group",
+    "trace_id",
+    "span_id",
+    "parent_id",
+    "start",
+    "packed",
+    "body",
+    "received",
+)
 
 
 def _unseen(calls: list[SpanCall], seen: set[tuple[str, str]]) -> list[SpanCall]:

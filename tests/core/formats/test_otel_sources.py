@@ -303,3 +303,25 @@ def test_runs_from_calls_in_any_order_is_the_file_importers_run_with_its_times()
     assert [m.time for m in imported.messages] == pytest.approx(
         [base + 0.001, base + 0.001, base + 0.0019, base + 0.003, base + 0.0039], abs=1e-6
     )
+
+
+def test_a_call_that_names_no_conversation_is_in_the_one_its_agents_span_names():
+    """An agent's invoke span names the conversation, its chat spans (children, or
+    grandchildren through a tool span) do not: they join it, across traces; a call
+    with no ancestor naming one stays its trace's."""
+    agent = span("86ca8aa1a3b8c5e2", 0, {"gen_ai.operation.name": "invoke_agent"}, parent="")
+    agent["attributes"].append({"key": "gen_ai.conversation.id", "value": value("c-7")})
+    tool = span("00000000000000f1", 0, {"gen_ai.operation.name": "execute_tool"})
+    later = {**SECOND, "parentSpanId": "00000000000000f1"}
+    other_trace = "0af7651916cd43dd8448eb211c80319c"
+    second_agent = {**agent, "traceId": other_trace, "spanId": "00000000000000a9"}
+    lone = {**FIRST, "traceId": other_trace, "spanId": "00000000000000b1", "parentSpanId": ""}
+    found = calls_of(export(FIRST, later, tool, agent, second_agent, lone))
+    assert [(c.group, c.own_group) for c in found.calls] == [
+        ("c-7", False),
+        ("c-7", False),
+        (other_trace, False),
+    ]
+    assert (TRACE, "86ca8aa1a3b8c5e2", "c-7") in found.named
+    runs = parse(export(FIRST, later, tool, agent)).runs
+    assert [r.session_id for r in runs] == ["c-7"]

@@ -1,0 +1,71 @@
+"""Model calls whose spans name no conversation, joined to the one their parent span
+names (an agent's invoke span), whichever arrives first. Within one export the mapping
+does it (contextsim.formats.otel); across exports the parent ends after its calls, so
+it usually arrives after them: the spans that name a conversation are kept
+(NamedSpan), a call received later joins its parent's, and calls received before are
+moved from their trace's run to the conversation's."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from contextsim.formats.otel import SpanCall
+from webapp.models import NamedSpan, ReceivedSpan, SpanGroup
+
+CHUNK = 400
+KEY_CHARS = SpanGroup._meta.get_field("key").max_length or 300
+
+
+def joined(owner: AbstractBaseUser, calls: Sequence[SpanCall]) -> list[SpanCall]:
+    """`calls`, each that names no conversation and found none in its export put in
+    the one its parent named when received before."""
+    orphans = [c for c in calls if not c.own_group and c.group == c.trace_id and c.parent]
+    if not orphans:
+        return list(calls)
+    names = _names(owner, {(c.trace_id, c.parent) for c in orphans})
+    return [
+        replace(c, group=names[c.trace_id, c.parent])
+        if not c.own_group and (c.trace_id, c.parent) in names
+        else c
+        for c in calls
+    ]
+
+
+def adopt(owner: AbstractBaseUser, named: Sequence[tuple[str, str, str]]) -> set[str]:
+    """Keep the spans that name a conversation ((trace id, span id, conversation));
+    move the calls stored in their trace's group whose parent is one of them to its
+    conversation's group. Returns the keys of the groups that changed (in the caller's
+    transaction, holding the owner's lock)."""
+    fit = [(t, s, c) for t, s, c in named if len(c) <= KEY_CHARS and len(t) == 32 and len(s) == 16]
+    if not fit:
+        return set()
+    NamedSpan.objects.bulk_create(
+        [NamedSpan(owner=owner, trace_id=t, span_id=s, conversation=c) for t, s, c in fit],
+        ignore_conflicts=True,
+        batch_size=CHUNK,
+    )
+    changed: set[str] = set()
+    for trace, span, conversation in fit:
+        stray = ReceivedSpan.objects.filter(
+            owner=owner, trace_id=trace, parent_id=span, group__key=trace
+        )
+        ids = list(stray.values_list("pk", flat=True))
+        if ids:
+            group, _ = SpanGroup.objects.get_or_create(owner=owner, key=conversation)
+            ReceivedSpan.objects.filter(pk__in=ids).update(group=group)
+            changed |= {trace, conversation}
+    return changed
+
+
+def _names(owner: AbstractBaseUser, ids: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    traces = sorted({t for t, _ in ids})
+    found: dict[tuple[str, str], str] = {}
+    for first in range(0, len(traces), CHUNK):
+        rows = NamedSpan.objects.filter(owner=owner, trace_id__in=traces[first : first + CHUNK])
+        for trace, span, conversation in rows.values_list("trace_id", "span_id", "conversation"):
+            if (trace, span) in ids:
+                found[trace, span] = conversation
+    return found
