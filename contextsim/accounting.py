@@ -341,7 +341,12 @@ class Accountant:
 
     def cached(self, before: Plan, after: Plan) -> int:
         """Tokens at the start of request `after` identical to request `before` (same
-        messages, dispositions and notes): what a prompt cache can reuse."""
+        messages, edits and notes): what a prompt cache can reuse.
+
+        A message's edits are its body cleared (clear_before) and its thinking cleared
+        (thinking_before); a change of either breaks the cache at that message, even
+        where its disposition ("c" for either clearing) and its tokens stay the same
+        (clearing the inputs of calls whose arguments were "{}")."""
         # Plan fields 1-5: gap_start, gap_end, gap_kind, gap_note, clear_before.
         same_thinking = before.thinking_before == after.thinking_before
         if before[1:6] == after[1:6] and same_thinking:

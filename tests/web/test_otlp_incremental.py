@@ -140,7 +140,7 @@ def _protobuf_export(spans: list[dict[str, Any]]) -> Any:
 
 @pytest.mark.parametrize("body", ["protobuf", "json"])
 def test_a_process_that_did_not_follow_a_conversation_reads_its_kept_spans_back(body):
-    from webapp.services import spans as receiver
+    from webapp.services import span_follow
 
     owner = get_user_model().objects.create_user(f"otel {next(OWNERS)}")
     history = [_message("user", "read it")]
@@ -157,8 +157,8 @@ def test_a_process_that_did_not_follow_a_conversation_reads_its_kept_spans_back(
     kept = ReceivedSpan.objects.filter(owner=owner)
     assert set(kept.values_list("packed", flat=True)) == {body}
     # Another process (or this one restarted) knows nothing of the conversation.
-    receiver._FOLLOWED.clear()
-    receiver._READ.clear()
+    span_follow.FOLLOWED.clear()
+    span_follow.READ.clear()
     receive_export(owner, _export(sent[3:]))
     (run,) = Run.objects.filter(owner=owner, format="otel")
     assert _stored(run) == _expected(sent)["conversation 0"]

@@ -1,0 +1,93 @@
+"""What a receiving process follows of each span group (webapp.services.spans): the
+conversation it put together from the group's calls, so that the next batch of a
+conversation adds its calls instead of reading every stored one again, and the calls
+it read from stored spans."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from contextsim import model as core
+from contextsim.formats.otel import BODY, Conversation, Inputs, SpanCall, span_call
+from webapp import otlp_wire as wire
+from webapp.models import ReceivedSpan, Run, SpanGroup
+from webapp.services import span_events
+
+
+def conversation_of(group: SpanGroup, calls: list[SpanCall]) -> Conversation:
+    """The group's conversation built from `calls` (in start order)."""
+    conversation = Conversation(group.key, bool(calls) and calls[0].trace_id == group.key)
+    for call in calls:
+        conversation.add(call)
+    return conversation
+
+
+@dataclass(slots=True)
+class Followed:
+    """What this process knows of a group it brought in step: its conversation so far,
+    the group's version it was built from (SpanGroup.version), and the run it synced:
+    its id, its revision after, and the messages it then holds."""
+
+    conversation: Conversation
+    version: int = 0
+    run_id: int | None = None
+    revision: int = -1
+    messages: tuple[core.Message, ...] = ()
+
+    def continues(self, version: int, run: Run | None, start: int) -> bool:
+        """Whether calls starting at `start` (ns) can be added to the conversation:
+        the group's stored spans and its run are those it followed, unchanged since,
+        and they start no earlier than the last call added."""
+        last = self.conversation.last_start
+        return (
+            self.version == version
+            and run is not None
+            and (run.pk, run.revision) == (self.run_id, self.revision)
+            and last is not None
+            and start >= last
+        )
+
+
+FOLLOWED_KEPT = 2_000
+"""How many groups this process keeps following (the most recently changed)."""
+FOLLOWED: OrderedDict[tuple[int, str], Followed] = OrderedDict()
+INPUTS = Inputs(FOLLOWED_KEPT)
+
+
+def stored_calls(owner: AbstractBaseUser, group: SpanGroup) -> list[SpanCall]:
+    """The group's calls in start order, read again from the spans kept (with the
+    events received for them) only when this process has not read them already: a
+    span stored is never changed, so its call is the same every time, and reading
+    every span of a long conversation again for each batch would cost the batch the
+    whole conversation."""
+    owner_id = owner.pk
+    rows = list(group.spans.order_by("start", "id").values_list("pk", "trace_id", "span_id"))
+    missing = [pk for pk, t, s in rows if (owner_id, t, s) not in READ]
+    kept = list(
+        ReceivedSpan.objects.filter(pk__in=missing).values_list(
+            "trace_id", "span_id", "packed", "body"
+        )
+    )
+    events = span_events.events_of(owner, {(t, s) for t, s, _, _ in kept}) if kept else {}
+    for t, s, how, body in kept:
+        span = span_events.joined(wire.unpacked(how, bytes(body)), events.get((t, s), []))
+        call = span_call(BODY, f"span {t}/{s}", span)
+        if call is not None:
+            remember(owner_id, call)
+    found = (READ.get((owner_id, t, s)) for _, t, s in rows)
+    return [c for c in found if c is not None]
+
+
+READ_KEPT = 50_000
+"""How many calls this process keeps read (the newest; about a kilobyte each)."""
+READ: OrderedDict[tuple[int, str, str], SpanCall] = OrderedDict()
+
+
+def remember(owner_id: int, call: SpanCall) -> None:
+    READ[(owner_id, call.trace_id, call.span_id)] = replace(call, data=None)
+    READ.move_to_end((owner_id, call.trace_id, call.span_id))
+    while len(READ) > READ_KEPT:
+        READ.popitem(last=False)
