@@ -158,7 +158,6 @@ def test_a_process_that_did_not_follow_a_conversation_reads_its_kept_spans_back(
     assert set(kept.values_list("packed", flat=True)) == {body}
     # Another process (or this one restarted) knows nothing of the conversation.
     span_follow.FOLLOWED.clear()
-    span_follow.READ.clear()
     receive_export(owner, _export(sent[3:]))
     (run,) = Run.objects.filter(owner=owner, format="otel")
     assert _stored(run) == _expected(sent)["conversation 0"]

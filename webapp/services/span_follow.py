@@ -1,19 +1,18 @@
 """What a receiving process follows of each span group (webapp.services.spans): the
 conversation it put together from the group's calls, so that the next batch of a
-conversation adds its calls instead of reading every stored one again, and the calls
-it read from stored spans."""
+conversation adds its calls instead of reading every stored one again."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 
 from contextsim import model as core
 from contextsim.formats.otel import BODY, Conversation, Inputs, SpanCall, span_call
 from webapp import otlp_wire as wire
-from webapp.models import ReceivedSpan, Run, SpanGroup
+from webapp.models import Run, SpanGroup
 from webapp.services import span_events
 
 
@@ -58,36 +57,22 @@ INPUTS = Inputs(FOLLOWED_KEPT)
 
 
 def stored_calls(owner: AbstractBaseUser, group: SpanGroup) -> list[SpanCall]:
-    """The group's calls in start order, read again from the spans kept (with the
-    events received for them) only when this process has not read them already: a
-    span stored is never changed, so its call is the same every time, and reading
-    every span of a long conversation again for each batch would cost the batch the
-    whole conversation."""
-    owner_id = owner.pk
-    rows = list(group.spans.order_by("start", "id").values_list("pk", "trace_id", "span_id"))
-    missing = [pk for pk, t, s in rows if (owner_id, t, s) not in READ]
-    kept = list(
-        ReceivedSpan.objects.filter(pk__in=missing).values_list(
-            "trace_id", "span_id", "packed", "body"
-        )
+    """The group's calls in start order, read again from the spans kept, with the
+    events received for them. Each span's input messages are read only where they go
+    beyond the span before's (contextsim.formats.otel.Inputs), so reading a long
+    conversation again costs what its calls added, not the square of its length.
+    Nothing read is kept: calls held for every span received would be a large part
+    of what the garbage collector walks, and this is needed only when a process did
+    not follow the group (calls out of order, another process, a restart)."""
+    rows = list(
+        group.spans.order_by("start", "id").values_list("trace_id", "span_id", "packed", "body")
     )
-    events = span_events.events_of(owner, {(t, s) for t, s, _, _ in kept}) if kept else {}
-    for t, s, how, body in kept:
+    events = span_events.events_of(owner, {(t, s) for t, s, _, _ in rows}) if rows else {}
+    inputs = Inputs(1)
+    calls = []
+    for t, s, how, body in rows:
         span = span_events.joined(wire.unpacked(how, bytes(body)), events.get((t, s), []))
-        call = span_call(BODY, f"span {t}/{s}", span)
+        call = span_call(BODY, f"span {t}/{s}", span, inputs)
         if call is not None:
-            remember(owner_id, call)
-    found = (READ.get((owner_id, t, s)) for _, t, s in rows)
-    return [c for c in found if c is not None]
-
-
-READ_KEPT = 50_000
-"""How many calls this process keeps read (the newest; about a kilobyte each)."""
-READ: OrderedDict[tuple[int, str, str], SpanCall] = OrderedDict()
-
-
-def remember(owner_id: int, call: SpanCall) -> None:
-    READ[(owner_id, call.trace_id, call.span_id)] = replace(call, data=None)
-    READ.move_to_end((owner_id, call.trace_id, call.span_id))
-    while len(READ) > READ_KEPT:
-        READ.popitem(last=False)
+            calls.append(call)
+    return calls

@@ -101,8 +101,6 @@ def resync(owner: AbstractBaseUser, ids: set[tuple[str, str]]) -> list[Run]:
         keys.update(
             k for t, s, k in rows.values_list("trace_id", "span_id", "group__key") if (t, s) in ids
         )
-    for trace, span in ids:
-        follow.READ.pop((owner.pk, trace, span), None)
     return _resync_groups(owner, keys)
 
 
@@ -193,8 +191,6 @@ def _plan(owner: AbstractBaseUser, group: SpanGroup, new: list[SpanCall]) -> Pla
     followed the group up to what is stored and they start no earlier than the last
     one; otherwise put every stored call and the new ones together again (each call's
     messages are read once either way)."""
-    for call in new:
-        follow.remember(owner.pk, call)
     followed = follow.FOLLOWED.pop((owner.pk, group.key), None)
     if followed is not None and followed.continues(group.version, group.run, new[0].start):
         for call in new:
