@@ -496,4 +496,3 @@ class NamedSpan(models.Model):
                 fields=["owner", "trace_id", "span_id"], name="named_span_once_per_owner"
             )
         ]
-

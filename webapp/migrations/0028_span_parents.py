@@ -6,29 +6,42 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('webapp', '0027_received_events'),
+        ("webapp", "0027_received_events"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='receivedspan',
-            name='parent_id',
+            model_name="receivedspan",
+            name="parent_id",
             field=models.CharField(blank=True, max_length=16),
         ),
         migrations.CreateModel(
-            name='NamedSpan',
+            name="NamedSpan",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('trace_id', models.CharField(max_length=32)),
-                ('span_id', models.CharField(max_length=16)),
-                ('conversation', models.CharField(max_length=300)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("trace_id", models.CharField(max_length=32)),
+                ("span_id", models.CharField(max_length=16)),
+                ("conversation", models.CharField(max_length=300)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('owner', 'trace_id', 'span_id'), name='named_span_once_per_owner')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("owner", "trace_id", "span_id"), name="named_span_once_per_owner"
+                    )
+                ],
             },
         ),
     ]
