@@ -96,8 +96,8 @@ class SpanCalls:
     calls: tuple[SpanCall, ...]
     rejected: tuple[str, ...] = ()
     named: tuple[tuple[str, str, str], ...] = ()
-    """(trace id, span id, conversation id) of every span that names its
-    conversation, model call or not (an agent's span usually does, its calls not)."""
+    """(trace id, span id, conversation id) of every span other than a model call's
+    that names its conversation (an agent's span usually does, its calls not)."""
 
 
 class OTelImporter:
@@ -194,12 +194,12 @@ def _calls(
     calls = []
     family: dict[str, tuple[str, str | None]] = {}  # span id -> (parent id, conversation)
     for where, span in _spans(path, root, export):
+        own, span_id = None, ""
         if isinstance(span, dict):
             own = _named(span)
             span_id = str(span.get("spanId") or "")
-            family[span_id] = (str(span.get("parentSpanId") or ""), own)
-            if own is not None and named is not None:
-                named.append((str(span.get("traceId") or ""), span_id, own))
+            if span_id:
+                family[span_id] = (str(span.get("parentSpanId") or ""), own)
         try:
             call = span_call(path, where, span, inputs)
         except FormatError as error:
@@ -209,6 +209,8 @@ def _calls(
             continue
         if call is not None:
             calls.append(call)
+        elif own is not None and span_id and named is not None:
+            named.append((str(span.get("traceId") or ""), span_id, own))
     return [_inherited(call, family) for call in calls]
 
 
@@ -228,7 +230,7 @@ def _inherited(call: SpanCall, family: dict[str, tuple[str, str | None]]) -> Spa
     if call.own_group:
         return call
     seen, at = set(), call.parent
-    while at in family and at not in seen:
+    while at and at in family and at not in seen:
         seen.add(at)
         parent, own = family[at]
         if own is not None:

@@ -258,3 +258,20 @@ def test_one_log_record_per_message_as_the_conventions_before_1_37_had_them(
         ("user", ASK),
         ("assistant", ANSWER),
     ]
+
+
+def test_an_unreadable_event_is_rejected_by_name_and_the_others_kept(live_server, key):
+    details = {
+        "eventName": "gen_ai.client.inference.operation.details",
+        "traceId": "0" * 31 + "1",
+        "spanId": "00000000000000b2",
+        "attributes": [
+            {"key": "gen_ai.input.messages", "value": {"stringValue": '{"not": "a list"}'}}
+        ],
+    }
+    answer = _post_logs(live_server, key, [details, _record("gen_ai.user.message", None)])
+    partial = answer.json()["partialSuccess"]
+    assert partial["rejectedLogRecords"] == "1"
+    assert "00000000000000b2" in partial["errorMessage"]
+    assert "gen_ai.input.messages" in partial["errorMessage"]
+    assert ReceivedEvent.objects.count() == 1

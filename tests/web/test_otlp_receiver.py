@@ -566,3 +566,25 @@ def test_calls_that_name_no_conversation_join_their_agents_whichever_arrives_fir
         "tool",
         "assistant",
     ]
+
+
+def test_calls_moved_to_their_conversation_are_kept_when_the_export_that_names_it_adds_one(
+    live_server, key
+):
+    """The agent's first call goes alone; its second call and the agent's span (which
+    names the conversation) go together: the run has both calls."""
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "conv-7"}
+    exporter = _exporter(_url(live_server), key)
+    first, second, parent = _recorded(FIRST, SECOND, **agent)
+    _export(exporter, [first])
+    _export(exporter, [second, parent])
+    (run,) = Run.objects.filter(format="otel")
+    assert run.session_id == "conv-7"
+    assert [role for role, _ in _messages(run)] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert _usages(run) == _expected_usages()

@@ -23,11 +23,14 @@ Ids = tuple[str, str]
 
 
 def store(owner: AbstractBaseUser, found: Iterable[tuple[str, str, dict[str, Any]]]) -> set[Ids]:
-    """Keep each (trace id, span id, span event) not kept before for `owner` (in the
-    caller's transaction); returns the spans that gained an event."""
+    """Keep each (trace id, span id, span event) of one export, in its order, not kept
+    before for `owner` (in the caller's transaction); returns the spans that gained
+    an event."""
     rows: dict[str, ReceivedEvent] = {}
-    for trace, span, event in found:
-        text = json.dumps([trace, span, event], sort_keys=True, ensure_ascii=False)
+    # Its place in the export too: two alike records of one call (a user who said
+    # "yes" twice, on a coarse clock) are two messages; a retry resends the batch.
+    for position, (trace, span, event) in enumerate(found):
+        text = json.dumps([trace, span, event, position], sort_keys=True, ensure_ascii=False)
         digest = hashlib.sha256(text.encode()).hexdigest()
         rows.setdefault(
             digest,

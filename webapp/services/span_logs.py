@@ -11,9 +11,11 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from contextsim.formats.otel import BODY
-from contextsim.formats.otel_events import log_events
+from contextsim.formats import FormatError
+from contextsim.formats.otel import BODY, span_call
+from contextsim.formats.otel_events import DETAILS, log_events
 from webapp.services import span_events
+from webapp.services import span_follow as follow
 from webapp.services.spans import Receipt, lock_owner, resync
 
 
@@ -24,9 +26,38 @@ def receive_logs(owner: AbstractBaseUser, export: Any) -> Receipt:
     rejected (named in the receipt). Raises FormatError when `export` is not a logs
     export at all. `Receipt.stored` counts the spans that gained an event."""
     rejected: list[str] = []
-    found = list(log_events(BODY, export, rejected))
-    with transaction.atomic():
-        lock_owner(owner)
-        gained = span_events.store(owner, found)
-        runs = resync(owner, gained) if gained else []
+    found = []
+    for trace, span, event in log_events(BODY, export, rejected):
+        problem = _unreadable(trace, span, event)
+        if problem:
+            rejected.append(problem)
+        else:
+            found.append((trace, span, event))
+    try:
+        with transaction.atomic():
+            lock_owner(owner)
+            gained = span_events.store(owner, found)
+            runs = resync(owner, gained) if gained else []
+    except BaseException:
+        # What this process followed may be ahead of what the rollback leaves stored.
+        for place in [p for p in follow.FOLLOWED if p[0] == owner.pk]:
+            follow.FOLLOWED.pop(place, None)
+        raise
     return Receipt(len(gained), tuple(rejected), tuple(runs))
+
+
+def _unreadable(trace: str, span: str, event: dict[str, Any]) -> str:
+    """Why the event cannot be read as part of a model call span ('' when it can): a
+    bad one is rejected now, not found wanting each time its span is read."""
+    chat = {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}
+    probe: dict[str, Any] = {"traceId": trace, "spanId": span}
+    if event.get("name") == DETAILS:
+        probe["attributes"] = [chat, *event.get("attributes", [])]
+    else:
+        probe |= {"attributes": [chat], "events": [event]}
+    try:
+        span_call(BODY, "$", probe)
+    except FormatError as error:
+        where = error.where.replace("$.events[0]", "event").replace("$", "event")
+        return f"log record of span {span}: {where}: {error.problem}"
+    return ""

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import F
 
 from contextsim.formats.otel import SpanCall
 from webapp.models import NamedSpan, ReceivedSpan, SpanGroup
@@ -48,15 +49,24 @@ def adopt(owner: AbstractBaseUser, named: Sequence[tuple[str, str, str]]) -> set
         batch_size=CHUNK,
     )
     changed: set[str] = set()
-    for trace, span, conversation in fit:
-        stray = ReceivedSpan.objects.filter(
-            owner=owner, trace_id=trace, parent_id=span, group__key=trace
-        )
-        ids = list(stray.values_list("pk", flat=True))
-        if ids:
+    parents = {(t, s): c for t, s, c in fit}
+    traces = sorted({t for t, _, _ in fit})
+    for first in range(0, len(traces), CHUNK):
+        chunk = traces[first : first + CHUNK]
+        stray = ReceivedSpan.objects.filter(owner=owner, trace_id__in=chunk).exclude(parent_id="")
+        moves: dict[str, list[int]] = {}
+        for pk, trace, parent, key in stray.values_list(
+            "pk", "trace_id", "parent_id", "group__key"
+        ):
+            conversation = parents.get((trace, parent))
+            if conversation is not None and key == trace:
+                moves.setdefault(conversation, []).append(pk)
+                changed |= {trace, conversation}
+        for conversation, ids in moves.items():
             group, _ = SpanGroup.objects.get_or_create(owner=owner, key=conversation)
             ReceivedSpan.objects.filter(pk__in=ids).update(group=group)
-            changed |= {trace, conversation}
+    # What any process followed of these groups is stale: their stored calls changed.
+    SpanGroup.objects.filter(owner=owner, key__in=changed).update(version=F("version") + 1)
     return changed
 
 

@@ -70,8 +70,10 @@ def receive_export(
             moved = span_parents.adopt(owner, found.named)
             for key in moved:  # their stored calls changed: read again
                 follow.FOLLOWED.pop((owner.pk, key), None)
-            stored, runs = _receive(owner, groups, rejected, serialized) if groups else (0, [])
-            runs += _resync_groups(owner, moved - groups.keys())
+            stored, runs, planned = (
+                _receive(owner, groups, rejected, serialized) if groups else (0, [], set())
+            )
+            runs += _resync_groups(owner, moved - planned)
     except BaseException:
         # What this process followed may be ahead of what the rollback leaves stored.
         for key in groups.keys() | moved:
@@ -83,8 +85,11 @@ def receive_export(
 def lock_owner(owner: AbstractBaseUser) -> None:
     """Take the owner's lock on what it receives over OTLP (spans and events), for the
     rest of the transaction."""
+    # FOR NO KEY UPDATE: rows that refer to the owner (its runs, tokens) are not held
+    # up by it on PostgreSQL, as FOR UPDATE would hold them until commit.
     model = type(owner)
-    list(model._default_manager.select_for_update().filter(pk=owner.pk).values_list("pk"))
+    rows = model._default_manager.select_for_update(no_key=True).filter(pk=owner.pk)
+    list(rows.values_list("pk"))
 
 
 def resync(owner: AbstractBaseUser, ids: set[tuple[str, str]]) -> list[Run]:
@@ -113,7 +118,10 @@ def _resync_groups(owner: AbstractBaseUser, keys: set[str]) -> list[Run]:
     plans = []
     for key, group in store.locked_groups(owner, sorted(keys)).items():
         follow.FOLLOWED.pop((owner.pk, key), None)
-        calls = follow.stored_calls(owner, group)
+        try:
+            calls = follow.stored_calls(owner, group)
+        except FormatError:
+            continue  # its spans and events do not go together: the run is left as it was
         if not calls:
             Run.objects.filter(pk=group.run_id).delete()
             SpanGroup.objects.filter(pk=group.pk).delete()
@@ -139,9 +147,10 @@ def _receive(
     groups: dict[str, list[SpanCall]],
     rejected: list[str],
     serialized: Mapping[tuple[str, str], bytes],
-) -> tuple[int, list[Run]]:
+) -> tuple[int, list[Run], set[str]]:
     """Store the calls not stored before and bring their groups' runs in step (in the
-    caller's transaction). Returns how many calls were new and the runs that changed."""
+    caller's transaction). Returns how many calls were new, the runs that changed and
+    the keys of the groups brought in step."""
     locked = store.locked_groups(owner, list(groups))
     seen = store.stored_ids(owner, [c for calls in groups.values() for c in calls])
     plans = []
@@ -160,7 +169,8 @@ def _receive(
             for c in p.new
         ]
     )
-    return sum(len(p.new) for p in plans), _apply(owner, plans)
+    runs = _apply(owner, plans)
+    return sum(len(p.new) for p in plans), runs, {p.group.key for p in plans}
 
 
 def _apply(owner: AbstractBaseUser, plans: list[Plan]) -> list[Run]:
