@@ -22,7 +22,17 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.web.test_otlp_receiver import ANSWER, ASK, SYSTEM, _exporter, _messages, _run, _url
+from tests.web.test_otlp_receiver import (
+    ANSWER,
+    ASK,
+    SYSTEM,
+    WEATHER_ROLES,
+    _exporter,
+    _messages,
+    _run,
+    _url,
+    weather_calls,
+)
 from webapp.models import ReceivedEvent, Run
 from webapp.services.api_tokens import create_token
 
@@ -61,17 +71,7 @@ def _recorded(upstream_url: Any, monkeypatch: Any) -> tuple[list[Any], list[Any]
     try:
         client = OpenAI(base_url=f"{url}/v1", api_key="sk-test")
         with tracer_provider.get_tracer("tests.agent").start_as_current_span("invoke_agent"):
-            history: list[Any] = [
-                {"role": "system", "content": SYSTEM},
-                {"role": "user", "content": ASK},
-            ]
-            first = client.chat.completions.create(model="gpt-4o", messages=history)
-            call = first.choices[0].message.tool_calls[0]
-            history += [
-                first.choices[0].message.model_dump(exclude_none=True),
-                {"role": "tool", "tool_call_id": call.id, "content": "rainy"},
-            ]
-            second = client.chat.completions.create(model="gpt-4o", messages=history)
+            first, second = weather_calls(client)
     finally:
         instrumentor.uninstrument()
     found = list(spans.get_finished_spans()), list(records.get_finished_logs())
@@ -95,13 +95,7 @@ def test_message_events_sent_as_log_records_make_the_run_whichever_arrives_first
     for send in (send_spans, send_logs) if first_sent == "spans" else (send_logs, send_spans):
         assert send().name == "SUCCESS"
     run = _run()
-    assert [role for role, _ in _messages(run)] == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-    ]
+    assert [role for role, _ in _messages(run)] == WEATHER_ROLES
     messages = _messages(run)
     assert messages[0][1][0]["text"] == SYSTEM
     assert messages[1][1][0]["text"] == ASK
@@ -125,13 +119,7 @@ def test_the_json_log_exporter_is_read_as_the_protobuf_one(
         == "SUCCESS"
     )
     assert _exporter(_url(live_server), key, kind="json").export(spans).name == "SUCCESS"
-    assert [role for role, _ in _messages(_run())] == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-    ]
+    assert [role for role, _ in _messages(_run())] == WEATHER_ROLES
 
 
 def _record(event: str, body: Any, span: str = "00000000000000a1") -> dict[str, Any]:

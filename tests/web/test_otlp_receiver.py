@@ -38,6 +38,9 @@ CALL = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments":
 RESULT = {"type": "tool_call_response", "id": "call_1", "response": "rainy, 57°F"}
 ANSWER = "It is rainy, 57°F."
 USAGE = ((180, 18, 0), (230, 11, 128))  # input (cache included), output, cache read
+WEATHER_ROLES = ["system", "user", "assistant", "tool", "assistant"]
+"""The roles of the weather conversation's messages: a question, a call, its result,
+the answer."""
 
 
 @pytest.fixture
@@ -121,6 +124,22 @@ def _messages(run: Run) -> list[tuple[str, Any]]:
     return [(m.role, m.parts) for m in Message.objects.filter(run=run).order_by("index")]
 
 
+def weather_calls(client: Any) -> tuple[Any, Any]:
+    """The weather conversation's two chat calls made with an `openai` client: the
+    question, then the tool's result; returns both answers."""
+    history: list[Any] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": ASK},
+    ]
+    first = client.chat.completions.create(model="gpt-4o", messages=history)
+    call = first.choices[0].message.tool_calls[0]
+    history += [
+        first.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "rainy"},
+    ]
+    return first, client.chat.completions.create(model="gpt-4o", messages=history)
+
+
 def _usages(run: Run) -> list[tuple[int | None, ...]]:
     rows = Message.objects.filter(run=run, usage_input__isnull=False).order_by("index")
     return [(m.usage_input, m.usage_cache_read, m.usage_output) for m in rows]
@@ -145,13 +164,7 @@ def test_spans_exported_by_the_sdk_become_a_private_live_run_with_messages_and_u
     run = _run()
     assert (run.owner, run.visibility, run.title) == (alice, Visibility.PRIVATE, ASK)
     assert run.last_append is not None  # live: its dashboard follows it
-    assert [role for role, _ in _messages(run)] == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-    ]
+    assert [role for role, _ in _messages(run)] == WEATHER_ROLES
     assert _messages(run)[0][1][0]["text"] == SYSTEM
     assert _messages(run)[3][1][0]["text"] == RESULT["response"]
     assert _messages(run)[4][1][0]["text"] == ANSWER
@@ -188,13 +201,7 @@ def test_calls_that_arrive_out_of_order_are_placed_by_their_start_time(live_serv
     _export(exporter, [second])
     _export(exporter, [first])
     run = _run()
-    assert [role for role, _ in _messages(run)] == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-    ]
+    assert [role for role, _ in _messages(run)] == WEATHER_ROLES
     # The first call's usage came last: the message it belongs to was stored without it.
     assert _usages(run) == _expected_usages()
     times = list(
@@ -220,13 +227,7 @@ def test_json_and_protobuf_exporters_gzip_or_not_deliver_the_same_run(
     spans = _recorded(FIRST, SECOND)
     _export(_exporter(_url(live_server, prefixed), key, kind, compressed), spans)
     run = _run()
-    assert [role for role, _ in _messages(run)] == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-    ]
+    assert [role for role, _ in _messages(run)] == WEATHER_ROLES
     assert _usages(run) == _expected_usages()
     # Ids as OTLP JSON writes them (hex), however they were sent.
     calls = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for s in spans[:2]}
@@ -506,30 +507,14 @@ def test_the_openai_v2_instrumentation_around_the_openai_sdk_makes_the_run(
         # One agent, one trace: the calls of a trace are one run.
         agent = provider.get_tracer("tests.agent").start_as_current_span("invoke_agent weather")
         agent.__enter__()
-        history: list[Any] = [
-            {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": ASK},
-        ]
-        first = client.chat.completions.create(model="gpt-4o", messages=history)
-        call = first.choices[0].message.tool_calls[0]
-        history += [
-            first.choices[0].message.model_dump(exclude_none=True),
-            {"role": "tool", "tool_call_id": call.id, "content": "rainy"},
-        ]
-        second = client.chat.completions.create(model="gpt-4o", messages=history)
+        first, second = weather_calls(client)
         agent.__exit__(None, None, None)
     finally:
         instrumentor.uninstrument()
         provider.shutdown()
 
     run = _run()
-    assert [role for role, _ in _messages(run)] == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-    ]
+    assert [role for role, _ in _messages(run)] == WEATHER_ROLES
     assert _messages(run)[2][1][0]["name"] == "get_weather"
     assert _messages(run)[4][1][0]["text"] == second.choices[0].message.content == ANSWER
     # The instrumentation records a chat call's prompt and completion tokens, not its
@@ -559,13 +544,7 @@ def test_calls_that_name_no_conversation_join_their_agents_whichever_arrives_fir
     _export(exporter, [later[-1], *later[:-1]])
     (run,) = Run.objects.filter(format="otel")
     assert run.session_id == "conv-42"
-    assert [role for role, _ in _messages(run)] == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-    ]
+    assert [role for role, _ in _messages(run)] == WEATHER_ROLES
 
 
 def test_calls_moved_to_their_conversation_are_kept_when_the_export_that_names_it_adds_one(
@@ -580,11 +559,5 @@ def test_calls_moved_to_their_conversation_are_kept_when_the_export_that_names_i
     _export(exporter, [second, parent])
     (run,) = Run.objects.filter(format="otel")
     assert run.session_id == "conv-7"
-    assert [role for role, _ in _messages(run)] == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-    ]
+    assert [role for role, _ in _messages(run)] == WEATHER_ROLES
     assert _usages(run) == _expected_usages()

@@ -14,9 +14,7 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from contextsim.formats.otel_events import DETAILS
 from webapp.models import ReceivedEvent
-
-CHUNK = 400
-"""Ids or digests per query."""
+from webapp.services.span_store import CHUNK
 
 Ids = tuple[str, str]
 """A span's (trace id, span id), in hex."""

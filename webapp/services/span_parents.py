@@ -15,9 +15,7 @@ from django.db.models import F
 
 from contextsim.formats.otel import SpanCall
 from webapp.models import NamedSpan, ReceivedSpan, SpanGroup
-
-CHUNK = 400
-KEY_CHARS = SpanGroup._meta.get_field("key").max_length or 300
+from webapp.services.span_store import CHUNK, KEY_CHARS, SPAN_ID, TRACE_ID
 
 
 def joined(owner: AbstractBaseUser, calls: Sequence[SpanCall]) -> list[SpanCall]:
@@ -40,7 +38,11 @@ def adopt(owner: AbstractBaseUser, named: Sequence[tuple[str, str, str]]) -> set
     move the calls stored in their trace's group whose parent is one of them to its
     conversation's group. Returns the keys of the groups that changed (in the caller's
     transaction, holding the owner's lock)."""
-    fit = [(t, s, c) for t, s, c in named if len(c) <= KEY_CHARS and len(t) == 32 and len(s) == 16]
+    fit = [
+        (t, s, c)
+        for t, s, c in named
+        if len(c) <= KEY_CHARS and TRACE_ID.fullmatch(t) and SPAN_ID.fullmatch(s)
+    ]
     if not fit:
         return set()
     NamedSpan.objects.bulk_create(

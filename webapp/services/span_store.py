@@ -19,6 +19,8 @@ from webapp.services.saving import NO_FIGURES
 
 TRACE_ID = re.compile(r"[0-9a-f]{32}")
 SPAN_ID = re.compile(r"[0-9a-f]{16}")
+KEY_CHARS = SpanGroup._meta.get_field("key").max_length or 300
+"""The longest conversation id a group keeps."""
 
 
 def span_row(

@@ -25,7 +25,6 @@ from webapp.services.live_batch import Growth, create_runs, grow_runs, update_ro
 from webapp.services.message_rows import MessageRow, message_row
 from webapp.services.streaming import first_change, header_of, sync_run
 
-KEY_CHARS = SpanGroup._meta.get_field("key").max_length or 300
 EMPTY: Mapping[tuple[str, str], bytes] = {}
 
 
@@ -137,8 +136,8 @@ def _unstorable(call: SpanCall) -> str:
         return f"span {call.span_id or '?'}: traceId: expected 32 hex digits, got {call.trace_id!r}"
     if not store.SPAN_ID.fullmatch(call.span_id):
         return f"span {call.span_id or '?'}: spanId: expected 16 hex digits"
-    if len(call.group) > KEY_CHARS:
-        return f"span {call.span_id}: conversation id: longer than {KEY_CHARS} characters"
+    if len(call.group) > store.KEY_CHARS:
+        return f"span {call.span_id}: conversation id: longer than {store.KEY_CHARS} characters"
     return ""
 
 
