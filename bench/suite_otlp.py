@@ -42,8 +42,8 @@ TEXT = "read the chapter, count the tokens, then call the next tool and write it
 
 
 def _message(role: str, i: str, call: bool = False) -> dict[str, Any]:
-    """A message of call `i` ("conversation.call": every text its own, as a real
-    conversation's are, so no count is reused from another's)."""
+    """A message of call `i` ("round.conversation.call": every text its own, as a real
+    conversation's are, so no count is reused from another's or an earlier round's)."""
     if call:
         part = {"type": "tool_call", "id": f"c{i}", "name": "read", "arguments": {"n": i}}
         return {"role": role, "parts": [part]}
@@ -58,14 +58,15 @@ def _attribute(key: str, value: Any) -> dict[str, Any]:
     return {"key": key, "value": kind}
 
 
-def _spans(conversations: int, calls: int) -> list[dict[str, Any]]:
-    """Every call span of every conversation, in start order, ids in hex."""
+def _spans(conversations: int, calls: int, round_: int = 0) -> list[dict[str, Any]]:
+    """Every call span of every conversation, in start order, ids in hex; the texts
+    those of round `round_`."""
     spans = []
     for c in range(conversations):
-        history = [_message("user", f"{c}.0")]
+        history = [_message("user", f"{round_}.{c}.0")]
         for n in range(calls):
             last = n == calls - 1
-            label = f"{c}.{n}"
+            label = f"{round_}.{c}.{n}"
             reply = _message("assistant", label, call=not last)
             start = BASE + (n * conversations + c) * 1_000_000
             attributes = {
@@ -141,7 +142,7 @@ def _receive(name: str, bodies: list[bytes], spans: int, conversations: int, cal
 def _warm_up(client: Any, key: str) -> None:
     """One span of another conversation first, so that what a running server loads
     once (the tokenizers' tables, the protobuf classes) is not counted as throughput."""
-    (span,) = _spans(1, 1)
+    (span,) = _spans(1, 1, round_=-1)
     span = {**span, "traceId": "f" * 32}
     response = client.post(
         "/v1/traces",
@@ -169,6 +170,19 @@ def _import(name: str, raw: bytes, conversations: int) -> float:
     return seconds
 
 
+def _round(name: str, n: int, conversations: int, calls: int) -> float:
+    """Seconds to receive round `n`'s spans (texts of their own: nothing counted in an
+    earlier round is counted again)."""
+    spans = _spans(conversations, calls, n)
+    count = len(spans)
+    bodies = [_protobuf(spans[i : i + BATCH]) for i in range(0, count, BATCH)]
+    # The exporter is another process: its spans are not left in the receiver's heap
+    # (whose size every full garbage collection walks).
+    del spans
+    gc.collect()
+    return _receive(f"{name} {n}", bodies, count, conversations, calls)
+
+
 def run() -> list[Figure]:
     data_dir = tempfile.mkdtemp(prefix="contextsim-bench-otlp-")
     figures = []
@@ -178,19 +192,10 @@ def run() -> list[Figure]:
 
         heap.settle()  # as the server's entry points do once started
         for name, (conversations, calls) in WORKLOADS.items():
-            spans = _spans(conversations, calls)
-            count = len(spans)
-            bodies = [_protobuf(spans[i : i + BATCH]) for i in range(0, count, BATCH)]
-            raw = json.dumps(_export(spans)).encode()
-            # The exporter is another process: its spans are not left in the
-            # receiver's heap (whose size every full garbage collection walks).
-            del spans
-            gc.collect()
-            rounds = [
-                _receive(f"{name} {n}", bodies, count, conversations, calls) for n in range(ROUNDS)
-            ]
+            count = conversations * calls
+            rounds = [_round(name, n, conversations, calls) for n in range(ROUNDS)]
             received = statistics.median(rounds)
-            del bodies
+            raw = json.dumps(_export(_spans(conversations, calls, ROUNDS))).encode()
             imported = _import(name, raw, conversations)
             shown = ", ".join(f"{r:.2f}" for r in rounds)
             _say(f"{name}: receiver {shown} s, file importer {imported:.2f} s")

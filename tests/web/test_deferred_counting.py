@@ -12,10 +12,12 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from contextsim.estimators import ESTIMATORS, SLOW, STAND_INS
+from contextsim.estimators import ESTIMATORS, SLOW, STAND_INS, count_message
 from tests.core.formats.test_pieces import LATE_LINE_SESSION
 from tests.web.test_import_service import NATIVE
+from webapp.derived import stored_run
 from webapp.models import ImportJob, Message, Run, RunSkeleton
+from webapp.selectors.estimators import request_rows
 from webapp.services import counting, imports, jobs
 
 MIXED = {
@@ -232,6 +234,9 @@ def test_counts_that_fail_after_the_runs_were_shown_leave_them_browsable(
     assert run.counting == []
     page = alice_client.get(reverse("run", args=[run.public_id])).content.decode()
     assert "· o200k tokens ·" in page  # built on first use
-    # The estimates per request leave out what was never counted rather than say 0.
+    # The estimates per request count what the import could not when first shown.
     requests = alice_client.get(reverse("run-requests", args=[run.public_id])).content.decode()
-    assert "tiktoken o200k_base" not in requests and "characters / 4" in requests
+    assert "tiktoken o200k_base" in requests and "characters / 4" in requests
+    tokens = [count_message(m, ESTIMATORS["o200k"]) for m in stored_run(run).messages]
+    rows = request_rows(run)
+    assert [r.estimates["o200k"] for r in rows] == [sum(tokens[: r.history]) for r in rows]

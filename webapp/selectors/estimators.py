@@ -4,6 +4,7 @@ estimates beside its measured usage, and a comparison by script as its table sho
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from django.conf import settings
@@ -13,6 +14,7 @@ from contextsim.estimator_report import signed_error
 from contextsim.estimators import ESTIMATORS, Estimator
 from contextsim.fit import CustomEstimator, Rates
 from contextsim.model import request_bounds
+from webapp.derived import skeleton_of
 from webapp.models import CustomRates, Message, Run
 
 
@@ -49,8 +51,9 @@ class RequestRow:
 
 def request_rows(run: Run) -> list[RequestRow]:
     """Per request: the estimated tokens of its history by every estimator whose counts
-    are made (sums of the counts stored at import) beside the measured context when the
-    log has it."""
+    are made (sums of the counts stored with the messages; an estimator whose counts a
+    live run left for later, message_rows.LIVE_COUNTED, counts the run now through its
+    skeleton, kept for the next view) beside the measured context when the log has it."""
     rows = list(
         Message.objects.filter(run=run)
         .order_by("index")
@@ -64,16 +67,18 @@ def request_rows(run: Run) -> list[RequestRow]:
             "tool_names",
         )
     )
-    # Estimators still counting (Run.counting), or whose counts an import could not
-    # make, have no figures: left out, not shown as 0.
-    totals = {
-        name: [0]
-        for name in ESTIMATORS
-        if name not in run.counting and all(name in row[2] for row in rows)
-    }
-    for row in rows:
-        for name, sums in totals.items():
-            sums.append(sums[-1] + int(row[2].get(name, 0)))
+    # Estimators still counting (Run.counting) have no figures yet: left out, not
+    # shown as 0 (the dashboard shows their stand-ins meanwhile).
+    totals: dict[str, list[int]] = {}
+    for name in ESTIMATORS:
+        if name in run.counting:
+            continue
+        stored = [row[2].get(name) for row in rows]
+        if None in stored:
+            stored = list(skeleton_of(run, name).tokens[: len(rows)])
+            if len(stored) < len(rows):
+                continue  # the run was rewritten meanwhile: left out of this view
+        totals[name] = list(accumulate(stored, initial=0))
     out = []
     for k, (end, response) in enumerate(request_bounds([r[0] for r in rows])):
         measured = None

@@ -14,7 +14,6 @@ from django.db import transaction
 from django.db.models import F
 
 from contextsim import model as core
-from contextsim.estimators import ESTIMATORS
 from contextsim.formats import FormatError
 from contextsim.formats.otel import BODY, SpanCall, calls_of
 from webapp.models import ReceivedSpan, Run, SpanGroup
@@ -22,7 +21,7 @@ from webapp.services import span_events, span_parents
 from webapp.services import span_follow as follow
 from webapp.services import span_store as store
 from webapp.services.live_batch import Growth, create_runs, grow_runs, update_rows
-from webapp.services.message_rows import MessageRow, message_row
+from webapp.services.message_rows import LIVE_COUNTED, MessageRow, message_row
 from webapp.services.streaming import first_change, header_of, sync_run
 
 EMPTY: Mapping[tuple[str, str], bytes] = {}
@@ -254,7 +253,7 @@ def _growth(stored: Run, plan: Plan) -> Growth | None:
 
 
 def _rows(messages: Sequence[core.Message]) -> list[MessageRow]:
-    return [message_row(m, ESTIMATORS) for m in messages]
+    return [message_row(m, LIVE_COUNTED) for m in messages]
 
 
 def _stream_key(group: SpanGroup) -> str:

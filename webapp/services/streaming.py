@@ -16,10 +16,16 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from contextsim import model as core
-from contextsim.estimators import ESTIMATORS, content_key
+from contextsim.estimators import content_key
 from contextsim.formats import ParsedFile, parse_path
 from webapp.models import AppendReceipt, EstimatorReport, Message, Run, RunSkeleton, Visibility
-from webapp.services.message_rows import MessageRow, insert_messages, message_row, storable
+from webapp.services.message_rows import (
+    LIVE_COUNTED,
+    MessageRow,
+    insert_messages,
+    message_row,
+    storable,
+)
 from webapp.services.saving import NO_FIGURES, figures_after, save_run
 from webapp.services.sessions import join_sessions
 
@@ -95,8 +101,8 @@ def append_once(
 
 
 def _rows(messages: Sequence[core.Message]) -> list[MessageRow]:
-    """The rows of `messages`, counted by every estimator."""
-    return [message_row(m, ESTIMATORS) for m in messages]
+    """The rows of `messages`, counted as a live run's are (message_rows.LIVE_COUNTED)."""
+    return [message_row(m, LIVE_COUNTED) for m in messages]
 
 
 def append_messages(
@@ -107,7 +113,8 @@ def append_messages(
 ) -> Run:
     """Store `messages` from position `start` on (default: after the last one),
     replacing any stored message from there: all or nothing. Counts every new message
-    by every estimator; skeletons are rebuilt when next needed. Returns the run, updated.
+    as a live run's are (message_rows.LIVE_COUNTED); skeletons are rebuilt when next
+    needed. Returns the run, updated.
 
     Requests before `start` are unchanged, so permalinks to them stay valid."""
     with transaction.atomic():
