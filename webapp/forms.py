@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
+from contextsim.estimators import DEFAULT
 from contextsim.formats import IMPORTERS
 from contextsim.policies import POLICIES
 from contextsim.simulate import MAX_TOKENS
@@ -69,7 +70,7 @@ class SweepForm(forms.Form):
     hard_limit = forms.IntegerField(
         min_value=1, max_value=MAX_TOKENS, initial=1_000_000, label="Hard limit"
     )
-    estimator = forms.ChoiceField(label="Estimator", initial="o200k")
+    estimator = forms.ChoiceField(label="Estimator", initial=DEFAULT)
     params = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": "mythex.keep_results=6"}),

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.http import QueryDict
 
-from contextsim.estimators import ESTIMATORS, Estimator
+from contextsim.estimators import DEFAULT, ESTIMATORS, Estimator
 from contextsim.policies import POLICIES
 from contextsim.policies.base import changed_params, make_params, param_fields
 from contextsim.prices import DEFAULT_BUDGET, DEFAULT_HARD_LIMIT, default_limits
@@ -21,7 +21,7 @@ DEFAULTS = {
     "policy": REPLAY,
     "budget": DEFAULT_BUDGET,
     "hard_limit": DEFAULT_HARD_LIMIT,
-    "estimator": "o200k",
+    "estimator": DEFAULT,
 }
 """The defaults where a run says nothing (see defaults_for)."""
 

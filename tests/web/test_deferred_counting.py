@@ -12,7 +12,7 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from contextsim.estimators import ESTIMATORS, SLOW, STAND_INS, count_message
+from contextsim.estimators import ESTIMATORS, SHOWN_FIRST, SLOW, STAND_INS, count_message
 from tests.core.formats.test_pieces import LATE_LINE_SESSION
 from tests.web.test_import_service import NATIVE
 from webapp.derived import stored_run
@@ -48,6 +48,8 @@ def test_the_dashboard_shows_the_calibrated_stand_in_while_the_tokenizers_count(
     real = counting.count_rest
 
     def look_first(run, counted=lambda n: None):
+        built = RunSkeleton.objects.filter(run=run).values_list("estimator", flat=True)
+        seen["built"] = set(built)
         seen["during"] = alice_client.get(reverse("run", args=[run.public_id])).content.decode()
         seen["requests"] = alice_client.get(
             reverse("run-requests", args=[run.public_id])
@@ -59,6 +61,8 @@ def test_the_dashboard_shows_the_calibrated_stand_in_while_the_tokenizers_count(
     assert done.status == ImportJob.Status.DONE and done.shown is not None
     run = done.upload.runs.get()
     during = seen["during"]
+    # One skeleton is built before the run is shown: the one it is first shown with.
+    assert seen["built"] == {SHOWN_FIRST} == {STAND_INS["o200k"]}
     assert "still being counted with o200k" in during
     assert f"{STAND_INS['o200k']} tokens" in during
     # Left out of the estimates per request rather than shown as 0.

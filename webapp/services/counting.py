@@ -23,7 +23,8 @@ from webapp.services.saving import STAGE_ROWS
 
 def count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> None:
     """Count every message of `run` by each estimator in `run.counting`, store the
-    counts and those estimators' skeletons, then clear `run.counting`. `counted` is
+    counts and those estimators' skeletons (and the skeletons of the others that the
+    import left to build), then clear `run.counting`. `counted` is
     told how many messages are done before each batch and at the end (it may raise to
     stop: a job that lost its lease)."""
     names = [n for n in run.counting if n in ESTIMATORS]
@@ -31,7 +32,11 @@ def count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> Non
     if found is None:
         return  # deleted meanwhile: nothing to count
     revision = found
-    builder = SkeletonBuilder([ESTIMATORS[n] for n in names])
+    # The fast estimators' skeletons the import left for later are built here too,
+    # from the counts stored with the messages.
+    built = set(RunSkeleton.objects.filter(run=run).values_list("estimator", flat=True))
+    later = [n for n in ESTIMATORS if n not in names and n not in built]
+    builder = SkeletonBuilder([ESTIMATORS[n] for n in [*names, *later]])
     rows = Message.objects.filter(run=run).order_by("index")
     after = -1
     while True:
@@ -43,8 +48,8 @@ def count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> Non
         after = batch[-1][3]
         messages = [stored_message(run, row[3:]) for row in batch]
         keys = [str(row[2]) for row in batch]
-        # Counts an earlier attempt stored are taken as they are.
-        seed_counts((n, row[2], row[1][n]) for row in batch for n in names if n in row[1])
+        # Counts stored at import or by an earlier attempt are taken as they are.
+        seed_counts((n, row[2], c) for row in batch for n, c in row[1].items())
         builder.add(messages, keys)
         updates = []
         for (pk, counts, *_), message, key in zip(batch, messages, keys, strict=True):
@@ -54,9 +59,9 @@ def count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> Non
             updates.append(Message(pk=pk, counts={**counts, **fresh}))
         with transaction.atomic():
             Message.objects.bulk_update(updates, ["counts"], batch_size=BATCH)
-    built = builder.finish(run_facts(run))
+    skeletons = builder.finish(run_facts(run))
     with transaction.atomic():
-        for name, sk in built.items():
+        for name, sk in skeletons.items():
             RunSkeleton.objects.update_or_create(
                 run=run,
                 estimator=name,

@@ -23,7 +23,7 @@ from django.db import transaction
 
 from contextsim import model as core
 from contextsim import skeleton
-from contextsim.estimators import ESTIMATORS, SLOW
+from contextsim.estimators import ESTIMATORS, SHOWN_FIRST, SLOW
 from contextsim.formats import ParsedFile
 from contextsim.skeleton_builder import SkeletonBuilder
 from webapp.models import Message, Run, RunSkeleton, Upload, Visibility
@@ -180,13 +180,17 @@ def fill(stored: Run, run: core.Run, written: Callable[[int], None] = lambda n: 
 class Filling:
     """A staged run written a batch of messages at a time: each batch counted by the
     fast estimators, then written in its own short transaction (so the write lock never
-    grows with the file, and the batch can be let go), and fed to the fast estimators'
-    skeletons; `finish` writes the run's facts and those skeletons."""
+    grows with the file, and the batch can be let go), and fed to the skeleton it is
+    first shown with (estimators.SHOWN_FIRST; every estimator's when none is left to
+    count); `finish` writes the run's facts and that skeleton. The other skeletons are
+    built with the slow counts (webapp.services.counting) or when first shown."""
 
     def __init__(self, stored: Run) -> None:
         self.stored = stored
         self.estimators = {n: e for n, e in ESTIMATORS.items() if n not in stored.counting}
-        self.builder = SkeletonBuilder(list(self.estimators.values()))
+        shown = [e for n, e in self.estimators.items() if n == SHOWN_FIRST]
+        first = shown if stored.counting and shown else list(self.estimators.values())
+        self.builder = SkeletonBuilder(first)
         self.figures = dict(NO_FIGURES)
 
     @property
@@ -203,7 +207,7 @@ class Filling:
 
     def finish(self, facts: core.Run) -> None:
         """Write the run's facts (`facts`' messages are not read: they are those added)
-        and the fast estimators' skeletons."""
+        and the skeletons built meanwhile."""
         stored = self.stored
         for name, value in facts_of(facts).items():
             setattr(stored, name, value)
