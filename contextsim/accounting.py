@@ -339,6 +339,16 @@ class Accountant:
             return "c"
         return letter
 
+    def edits(self, plan: Plan, i: int) -> tuple[bool, bool]:
+        """How message i is edited in the request: (its body cleared, its thinking
+        cleared). Either makes its disposition "c"; both break a prompt cache where
+        they change (see cached). A message left out (gap) has no edits."""
+        if plan.gap_start <= i < plan.gap_end:
+            return False, False
+        body = i < plan.clear_before and self._clear_letters[i] == "c"
+        thinking = i < plan.thinking_before and bool(self.thinks) and self.thinks[i]
+        return body, thinking
+
     def cached(self, before: Plan, after: Plan) -> int:
         """Tokens at the start of request `after` identical to request `before` (same
         messages, edits and notes): what a prompt cache can reuse.

@@ -421,7 +421,9 @@ def simulate_run(
 @dataclass(frozen=True, slots=True)
 class SentItem:
     """One item of a request as sent: a message of the history (index) or an inserted
-    note (index None). `tokens` is what it costs as sent; `original` before the policy."""
+    note (index None). `tokens` is what it costs as sent; `original` before the policy.
+    A cleared message ("c") had its body cleared, its thinking, or both
+    (Accountant.edits): `body_cleared`, `thinking_cleared`."""
 
     index: int | None
     role: str
@@ -429,6 +431,8 @@ class SentItem:
     disposition: str
     tokens: int
     original: int
+    body_cleared: bool = False
+    thinking_cleared: bool = False
 
 
 def explain(sim: Simulation, step: int) -> list[SentItem]:
@@ -446,5 +450,6 @@ def explain(sim: Simulation, step: int) -> list[SentItem]:
         sent = {"k": raw, "t": 0, "s": 0}.get(letter)
         if sent is None:
             sent = acct.span(i, i + 1, plan.clear_before, plan.thinking_before)
-        items.append(SentItem(i, sk.roles[i], sk.kind(i), letter, sent, raw))
+        body, thinking = acct.edits(plan, i) if letter == "c" else (False, False)
+        items.append(SentItem(i, sk.roles[i], sk.kind(i), letter, sent, raw, body, thinking))
     return items

@@ -13,6 +13,7 @@ from contextsim.formats import ParsedFile
 from contextsim.skeleton import LAYOUT
 from webapp import derived
 from webapp.models import RunSkeleton, Visibility
+from webapp.selectors.trace import THINKING_NOTE, _change
 from webapp.services.saving import save_parsed
 
 
@@ -87,3 +88,23 @@ def test_a_skeleton_stored_in_an_older_layout_is_built_again(thinking_run):
     sk = derived.skeleton_of(thinking_run, "chars4")
     assert sk.thinking_tokens[1] == 2_000
     assert RunSkeleton.objects.get(run=thinking_run, estimator="chars4").data["layout"] == LAYOUT
+
+
+def test_the_step_inspector_shows_a_message_sent_without_its_thinking(thinking_run, alice_client):
+    url = (
+        f"/runs/{thinking_run.public_id}/steps/2/?estimator=chars4&policy=anthropic_clear_thinking"
+    )
+    html = alice_client.get(url).content.decode()
+    # Turn one's answer is sent without its 8,000 characters of thinking, its text kept:
+    # said so, not shown as a tool result replaced by a note.
+    assert THINKING_NOTE in html
+    assert "[cleared: the tool result was replaced" not in html
+    assert "answer\n\n--- the thinking left out ---\n" + "t" * 100 in html
+    assert "k→c, thinking cleared" in html
+
+
+def test_a_cleared_message_whose_thinking_is_cleared_later_is_a_change():
+    assert _change(("c", True, False), ("c", True, True)) == "c→c, thinking cleared"
+    assert _change(("k", False, False), ("c", True, False)) == "k→c, body cleared"
+    assert _change(("c", True, True), ("c", True, True)) == ""
+    assert _change(("c", True, False), ("k", False, False)) == "c→k"

@@ -10,7 +10,7 @@ from typing import Any
 
 from contextsim.policies import POLICIES
 from contextsim.problems import Problem
-from contextsim.simulate import REPLAY, Simulation, explain
+from contextsim.simulate import REPLAY, SentItem, Simulation, explain
 from webapp.models import Message, Run
 from webapp.selectors.sessions import spawned
 
@@ -163,7 +163,7 @@ def inspect_items(
     # A gap the policy puts nothing in (as_logged: the log's own summary is a message of
     # the run) is no item of the request.
     items = [i for i in explain(sim, step) if i.index is not None or i.tokens or texts]
-    previous = {i.index: i.disposition for i in explain(sim, step - 1)} if step else {}
+    previous = {i.index: _state(i) for i in explain(sim, step - 1)} if step else {}
     shown = items[start : start + count]
     wanted = [i.index for i in shown if i.index is not None]
     parts = dict(Message.objects.filter(run=run, index__in=wanted).values_list("index", "parts"))
@@ -176,19 +176,18 @@ def inspect_items(
                 InspectItem(None, item.role, item.kind, "k", item.tokens, 0, text, False, "")
             )
             continue
-        full = message_text(parts.get(item.index, []))
-        if item.disposition in "co" and item.disposition in texts:
+        stored = parts.get(item.index, [])
+        full = message_text(stored)
+        if item.thinking_cleared and not item.body_cleared:
+            full = _without_thinking(stored)
+        elif item.disposition in "co" and item.disposition in texts:
             replaced = texts[item.disposition]
             full = f"{replaced}\n\n--- what it replaced ---\n{full}"
         elif item.disposition == "c" and item.index in elided:
             # as_logged: the agent itself sent this message shortened (model.Elision).
             full = f"{elided[item.index]}\n\n--- the message in full ---\n{full}"
         before = previous.get(item.index)
-        change = (
-            "new"
-            if before is None
-            else ("" if before == item.disposition else f"{before}→{item.disposition}")
-        )
+        change = "new" if before is None else _change(before, _state(item))
         out.append(
             InspectItem(
                 item.index,
@@ -203,6 +202,32 @@ def inspect_items(
             )
         )
     return out
+
+
+THINKING_NOTE = "[thinking cleared: the message was sent without its thinking]"
+
+
+def _without_thinking(parts: list[dict[str, Any]]) -> str:
+    """A message sent without its thinking: what was sent, then what was left out."""
+    sent = message_text([p for p in parts if p.get("type") != "thinking"])
+    thought = message_text([p for p in parts if p.get("type") == "thinking"])
+    return f"{THINKING_NOTE}\n\n{sent}\n\n--- the thinking left out ---\n{thought}"
+
+
+def _state(item: SentItem) -> tuple[str, bool, bool]:
+    return item.disposition, item.body_cleared, item.thinking_cleared
+
+
+def _change(before: tuple[str, bool, bool], after: tuple[str, bool, bool]) -> str:
+    """What changed of a message since the previous request ("" nothing): its
+    disposition's letters and, when it is cleared, which of its edits are new (a
+    message whose body was cleared may have its thinking cleared later: c→c)."""
+    if before == after:
+        return ""
+    label = f"{before[0]}→{after[0]}"
+    edits = zip(("body", "thinking"), before[1:], after[1:], strict=True)
+    added = [name for name, b, a in edits if a and not b]
+    return f"{label}, {' and '.join(added)} cleared" if after[0] == "c" and added else label
 
 
 def records_csv_rows(sim: Simulation) -> list[list[Any]]:
