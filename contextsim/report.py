@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from operator import attrgetter
 from typing import Any
 
 from contextsim.demo import DEMOS, demo_runs
@@ -35,12 +37,13 @@ def simulation_summary(
         "budget": sim.budget,
         "hard_limit": sim.hard_limit,
         "steps": len(records),
-        "rejected_steps": sum(r.rejected for r in records),
-        "over_budget_steps": sum(r.over_budget for r in records),
-        "peak_sent": max((r.sent for r in records), default=0),
-        "total_sent": sum(r.sent for r in records),
-        "cached_tokens": sum(r.cached for r in records),
-        "cost": round(sum(r.cost for r in records), 6),
+        # Column sums in C: a live run's dashboard summarises every request per view.
+        "rejected_steps": sum(map(attrgetter("rejected"), records)),
+        "over_budget_steps": sum(map(attrgetter("over_budget"), records)),
+        "peak_sent": max(map(attrgetter("sent"), records), default=0),
+        "total_sent": sum(map(attrgetter("sent"), records)),
+        "cached_tokens": sum(map(attrgetter("cached"), records)),
+        "cost": round(sum(map(attrgetter("cost"), records)), 6),
         "completed": sim.completed,
         "stages": _stage_counts(sim),
         "problems": [
@@ -66,10 +69,7 @@ def simulation_summary(
 
 
 def _stage_counts(sim: Simulation) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for r in sim.records:
-        counts[r.stage] = counts.get(r.stage, 0) + 1
-    return counts
+    return dict(Counter(map(attrgetter("stage"), sim.records)))
 
 
 def readable(summary: dict[str, Any]) -> list[str]:

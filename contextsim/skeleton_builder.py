@@ -179,7 +179,7 @@ class SkeletonBuilder:
         # model.request_bounds, from the assistant messages noted as they came.
         ends = tuple(self._answered)
         responses: tuple[int | None, ...] = ends
-        usage = tuple(self._usage[r] for r in self._answered)
+        usage = tuple(map(self._usage.__getitem__, self._answered))
         if self.roles and self.roles[-1] != "assistant":
             ends, responses, usage = (*ends, self.size), (*responses, None), (*usage, None)
         shared = {
@@ -209,7 +209,8 @@ class SkeletonBuilder:
             "harness_version": run.harness_version,
             "compaction_request": run.compaction_request,
             "summaries": tuple(self.summaries),
-            "times": tuple(self.times) if any(t is not None for t in self.times) else (),
+            # Counted in C: a live run's builder finishes after every append.
+            "times": tuple(self.times) if self.times.count(None) < len(self.times) else (),
         }
         out = {}
         for estimator in self.estimators:

@@ -10,7 +10,7 @@ from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from contextsim import model as core
 from contextsim import skeleton
@@ -98,8 +98,9 @@ def build_skeleton(run: Run, estimator: str, counter: Estimator) -> dict[str, ob
 
 def _built(run: Run, estimator: str, counter: Estimator) -> Skeleton:
     revision = Run.objects.values_list("revision", flat=True).get(pk=run.pk)
-    known = Message.objects.filter(run=run).values_list("content_hash", "counts")
-    seed_counts((estimator, key, counts[estimator]) for key, counts in known if estimator in counts)
+    rows = Message.objects.filter(run=run).order_by("index")
+    known = list(rows.values_list("pk", "content_hash", "counts"))
+    seed_counts((estimator, key, c[estimator]) for _, key, c in known if estimator in c)
     builder = SkeletonBuilder([counter])
     builder.add(stored_run(run).messages)
     built = builder.finish(run_facts(run))[counter.name]
@@ -114,9 +115,38 @@ def _built(run: Run, estimator: str, counter: Estimator) -> Skeleton:
                 RunSkeleton.objects.create(
                     run=run, estimator=estimator, data=data, revision=revision
                 )
+                if ESTIMATORS.get(estimator) is counter:
+                    _keep_counts(estimator, known, built.tokens)
     except IntegrityError:
         pass  # another request built it at the same time
     return built
+
+
+def _keep_counts(
+    estimator: str, known: list[tuple[int, str, dict[str, int]]], tokens: tuple[int, ...]
+) -> None:
+    """Store `estimator`'s counts (`tokens`, by message index) with the messages of
+    `known` (pk, content hash, counts; in index order, of the revision the skeleton was
+    built from) that lack them: the real tokenizers' counts a live run left for later
+    (message_rows.LIVE_COUNTED) or an import gave up on are made once, not again by
+    every process that builds the skeleton."""
+    if len(known) != len(tokens):
+        return  # not the messages the skeleton was built from
+    missing = [
+        (pk, {**counts, estimator: tokens[i]})
+        for i, (pk, _, counts) in enumerate(known)
+        if estimator not in counts
+    ]
+    if missing:
+        meta, ops = Message._meta, connection.ops
+        field = meta.get_field("counts")
+        sql = (
+            f"UPDATE {ops.quote_name(meta.db_table)} SET {ops.quote_name(field.column)} = %s "
+            f"WHERE {ops.quote_name(meta.pk.column)} = %s"
+        )
+        params = [(field.get_db_prep_save(c, connection), pk) for pk, c in missing]
+        with connection.cursor() as cursor:
+            cursor.executemany(sql, params)
 
 
 _BUILDERS: OrderedDict[tuple[str, str], tuple[int, str, SkeletonBuilder]] = OrderedDict()

@@ -111,13 +111,13 @@ SLOW = tuple(name for name, e in ESTIMATORS.items() if getattr(e, "tokenizer", F
 """Estimators that run a real tokenizer: a large import is browsable before their
 counts are done, and counts them after."""
 STAND_INS = {name: f"calibrated-{name}" for name in SLOW if f"calibrated-{name}" in ESTIMATORS}
+"""A slow estimator's fast model (its calibrated estimator), what is shown while its
+own counts are being made."""
 DEFAULT = "o200k"
 """The estimator a view counts with when none is chosen."""
 SHOWN_FIRST = STAND_INS.get(DEFAULT, DEFAULT)
 """What a large import's run is first shown with (the default's stand-in while the
 real tokenizers count): the one skeleton built before the run can be browsed."""
-"""A slow estimator's fast model (its calibrated estimator), what is shown while its
-own counts are being made."""
 
 
 def content_key(message: Message) -> str:

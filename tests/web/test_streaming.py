@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextsim import model as core
+from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
 from contextsim.formats import parse_path
 from webapp.models import ApiToken, Message, Run, RunSkeleton
 from webapp.selectors.estimators import request_rows
@@ -81,6 +82,9 @@ def test_a_run_streamed_message_by_message_is_stored_and_counted(key, live, alic
     # The real tokenizers count a live run when first needed (chapter 0's result).
     rows = request_rows(run)
     assert rows[1].estimates["o200k"] - rows[0].estimates["o200k"] > 300
+    # Made once: kept with the messages for every later reader.
+    counted = Message.objects.get(run=run, index=2).counts
+    assert counted["o200k"] == ESTIMATORS["o200k"].count("chapter 0 " * 300) + MESSAGE_OVERHEAD
     alice_client = Client()
     alice_client.force_login(alice)
     page = alice_client.get(reverse("run", args=[run_id])).content.decode()

@@ -52,8 +52,9 @@ class RequestRow:
 def request_rows(run: Run) -> list[RequestRow]:
     """Per request: the estimated tokens of its history by every estimator whose counts
     are made (sums of the counts stored with the messages; an estimator whose counts a
-    live run left for later, message_rows.LIVE_COUNTED, counts the run now through its
-    skeleton, kept for the next view) beside the measured context when the log has it."""
+    live run left for later, message_rows.LIVE_COUNTED, or an import gave up on counts
+    the run now through its skeleton, which stores them with the messages) beside the
+    measured context when the log has it."""
     rows = list(
         Message.objects.filter(run=run)
         .order_by("index")
@@ -75,9 +76,9 @@ def request_rows(run: Run) -> list[RequestRow]:
             continue
         stored = [row[2].get(name) for row in rows]
         if None in stored:
-            stored = list(skeleton_of(run, name).tokens[: len(rows)])
-            if len(stored) < len(rows):
-                continue  # the run was rewritten meanwhile: left out of this view
+            stored = list(skeleton_of(run, name).tokens)
+            if len(stored) != len(rows):
+                continue  # the run changed meanwhile: left out of this view
         totals[name] = list(accumulate(stored, initial=0))
     out = []
     for k, (end, response) in enumerate(request_bounds([r[0] for r in rows])):

@@ -44,10 +44,11 @@ class MessageRow(NamedTuple):
 
 LIVE_COUNTED: dict[str, Estimator] = {n: e for n, e in ESTIMATORS.items() if n not in SLOW}
 """What a live run's new messages are counted by as they arrive: the fast estimators.
-The real tokenizers' counts are made when first needed (a skeleton under one of them,
-webapp.derived; the estimates beside usage, webapp.selectors.estimators), once, for the
-runs someone looks at: counting every arriving message with them was a fifth of what
-the OTLP receiver and the streaming API spent."""
+The real tokenizers' counts are made when first needed, for the runs someone looks at:
+the first skeleton built under one of them (webapp.derived; the estimates beside usage,
+webapp.selectors.estimators, build it too) stores its counts with the messages, and a
+process following the run counts only what is appended. Counting every arriving
+message with them was a fifth of what the OTLP receiver and the streaming API spent."""
 
 _JSON = frozenset(("parts", "counts"))
 
