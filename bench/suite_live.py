@@ -92,6 +92,9 @@ def run() -> list[Figure]:
     data_dir = tempfile.mkdtemp(prefix="contextsim-bench-live-")
     try:
         start_django(data_dir)
+        from webapp import heap
+
+        heap.settle()  # as the server's entry points do once started
         found = {size: _figures(size) for size in SIZES}
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)

@@ -10,6 +10,7 @@ click still opens that step.
 from __future__ import annotations
 
 import html
+from operator import attrgetter
 from typing import Any
 
 from contextsim.model import KINDS
@@ -55,7 +56,9 @@ def sampled_steps(sim: Simulation, problems: list[Problem]) -> list[int]:
     if n <= MAX_POINTS:
         return list(range(n))
     size = -(-n // MAX_POINTS)
-    chosen = {_peak(sim, start, size) for start in range(0, n, size)}
+    sent = list(map(attrgetter("sent"), sim.records))
+    # The largest request of each bucket (the first of equals), compared in C.
+    chosen = {max(range(s, min(s + size, n)), key=sent.__getitem__) for s in range(0, n, size)}
     # The steps marked exactly are drawn exactly (the markers sit on them).
     chosen |= set(list(_marked(problems))[:MAX_MARKED])
     return sorted(chosen)
@@ -70,7 +73,8 @@ def _marked(problems: list[Problem]) -> dict[int, Problem]:
 
 
 def _peak(sim: Simulation, start: int, size: int) -> int:
-    """The step of the largest request among the `size` steps from `start` on."""
+    """The step of the largest request among the `size` steps from `start` on (the
+    first of equals, as sampled_steps picks it)."""
     return max(range(start, min(start + size, len(sim.records))), key=lambda k: sim.records[k].sent)
 
 
