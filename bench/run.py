@@ -30,6 +30,7 @@ SUITES: dict[str, str] = {
     "sweeps": "bench.suite_sweeps:run",
     "imports": "bench.suite_imports:run",
     "live": "bench.suite_live:run",
+    "appends": "bench.suite_appends:run",
     "fleet": "bench.suite_fleet:run",
     "proxy": "bench.suite_proxy:run",
     "otlp": "bench.suite_otlp:run",

@@ -18,7 +18,7 @@ from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
 from contextsim.formats import parse_path
 from webapp.models import ApiToken, Message, Run, RunSkeleton
 from webapp.selectors.estimators import request_rows
-from webapp.services.api_tokens import create_token
+from webapp.services.api_tokens import LAST_USED_EVERY, create_token, owner_of
 from webapp.services.message_rows import LIVE_COUNTED
 
 pytestmark = pytest.mark.django_db
@@ -158,6 +158,17 @@ def test_the_api_needs_an_active_token_of_the_runs_owner(key, live, alice, bob):
     token.save()
     status, _ = _append(client, key, run_id, [])
     assert status == 401
+
+
+def test_a_keys_last_use_is_written_at_most_once_a_minute(key, alice):
+    first = owner_of(key)
+    used = ApiToken.objects.get(owner=alice).last_used
+    assert first == alice and used is not None
+    assert owner_of(key) == alice
+    assert ApiToken.objects.get(owner=alice).last_used == used
+    ApiToken.objects.filter(owner=alice).update(last_used=used - LAST_USED_EVERY)
+    owner_of(key)
+    assert ApiToken.objects.get(owner=alice).last_used > used
 
 
 def test_an_open_dashboard_is_told_when_the_run_grows(key, live, alice):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
@@ -34,7 +35,7 @@ def revoke_token(token: ApiToken) -> None:
 
 def owner_of(key: str) -> AbstractBaseUser | None:
     """The owner of an active key of an active user, or None; records when the key was
-    last used."""
+    last used (to the minute: LAST_USED_EVERY)."""
     token = (
         ApiToken.objects.select_related("owner")
         .filter(digest=_digest(key), revoked__isnull=True, owner__is_active=True)
@@ -42,5 +43,13 @@ def owner_of(key: str) -> AbstractBaseUser | None:
     )
     if token is None:
         return None
-    ApiToken.objects.filter(pk=token.pk).update(last_used=timezone.now())
+    now = timezone.now()
+    if token.last_used is None or now - token.last_used >= LAST_USED_EVERY:
+        # Not at every call: an agent streaming appends would write it for each one.
+        ApiToken.objects.filter(pk=token.pk).update(last_used=now)
     return token.owner
+
+
+LAST_USED_EVERY = timedelta(minutes=1)
+"""How stale a key's `last_used` may be (it says when the key was last used, to the
+minute)."""

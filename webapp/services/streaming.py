@@ -93,8 +93,9 @@ def append_once(
                 return kept
         if if_revision is not None and if_revision != locked.revision:
             raise StaleAppend(locked.revision, locked.message_count)
-        updated = append_messages(locked, messages, start, rows)
-        body = answer(updated)
+        _append_locked(locked, messages, start, rows)
+        locked.refresh_from_db()
+        body = answer(locked)
         if key:
             AppendReceipt.objects.create(run=locked, key=key, answer=body)
         return body
@@ -119,39 +120,46 @@ def append_messages(
     Requests before `start` are unchanged, so permalinks to them stay valid."""
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
-        end = locked.message_count
-        start = end if start is None else start
-        if not 0 <= start <= end:
-            raise ValueError(f"start: expected a position from 0 to {end}, got {start}")
-        dropped_calls = 0
-        if start < end:  # nothing to read or delete when only adding
-            removed = Message.objects.filter(run=locked, index__gte=start)
-            parts = removed.values_list("parts", flat=True)
-            dropped_calls = sum(_calls(p) for p in parts)
-            removed.delete()
-        insert_messages(locked.pk, start, _rows(messages) if rows is None else rows)
-        RunSkeleton.objects.filter(run=locked).delete()
-        EstimatorReport.objects.filter(run=locked).delete()  # it read the old text
-        if start == end:
-            # Messages only added at the end: figures from the run's own, and a skeleton
-            # is extended, not built again.
-            changed = figures_after({k: getattr(locked, k) for k in NO_FIGURES}, messages)
-        else:
-            changed = {
-                **_figures(locked),
-                "tool_call_count": F("tool_call_count")
-                - dropped_calls
-                + sum(len(m.tool_calls) for m in messages),
-                "rewritten": F("revision") + 1,
-            }
-        Run.objects.filter(pk=locked.pk).update(
-            **changed,
-            message_count=start + len(messages),
-            revision=F("revision") + 1,
-            last_append=timezone.now(),
-        )
+        _append_locked(locked, messages, start, _rows(messages) if rows is None else rows)
     run.refresh_from_db()
     return run
+
+
+def _append_locked(
+    locked: Run, messages: Sequence[core.Message], start: int | None, rows: list[MessageRow]
+) -> None:
+    """append_messages' work, in the caller's transaction on the run it locked."""
+    end = locked.message_count
+    start = end if start is None else start
+    if not 0 <= start <= end:
+        raise ValueError(f"start: expected a position from 0 to {end}, got {start}")
+    dropped_calls = 0
+    if start < end:  # nothing to read or delete when only adding
+        removed = Message.objects.filter(run=locked, index__gte=start)
+        parts = removed.values_list("parts", flat=True)
+        dropped_calls = sum(_calls(p) for p in parts)
+        removed.delete()
+    insert_messages(locked.pk, start, rows)
+    RunSkeleton.objects.filter(run=locked).delete()
+    EstimatorReport.objects.filter(run=locked).delete()  # it read the old text
+    if start == end:
+        # Messages only added at the end: figures from the run's own, and a skeleton
+        # is extended, not built again.
+        changed = figures_after({k: getattr(locked, k) for k in NO_FIGURES}, messages)
+    else:
+        changed = {
+            **_figures(locked),
+            "tool_call_count": F("tool_call_count")
+            - dropped_calls
+            + sum(len(m.tool_calls) for m in messages),
+            "rewritten": F("revision") + 1,
+        }
+    Run.objects.filter(pk=locked.pk).update(
+        **changed,
+        message_count=start + len(messages),
+        revision=F("revision") + 1,
+        last_append=timezone.now(),
+    )
 
 
 def _calls(parts: list[dict[str, object]]) -> int:
