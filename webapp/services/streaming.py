@@ -85,7 +85,10 @@ def append_once(
             return answered
     rows = _rows(messages)  # counted before the write lock is taken
     with transaction.atomic():
-        locked = Run.objects.select_for_update().get(pk=run.pk)
+        # What an append reads of the run (building the SQL of all its columns was a
+        # large part of an append).
+        fields = ("message_count", "revision", *NO_FIGURES)
+        locked = Run.objects.select_for_update().only(*fields).get(pk=run.pk)
         if key:
             found = AppendReceipt.objects.filter(run=locked, key=key).first()
             if found is not None:
@@ -94,10 +97,10 @@ def append_once(
         if if_revision is not None and if_revision != locked.revision:
             raise StaleAppend(locked.revision, locked.message_count)
         _append_locked(locked, messages, start, rows)
-        locked.refresh_from_db()
-        body = answer(locked)
+        updated = Run.objects.get(pk=locked.pk)
+        body = answer(updated)
         if key:
-            AppendReceipt.objects.create(run=locked, key=key, answer=body)
+            AppendReceipt.objects.create(run=updated, key=key, answer=body)
         return body
 
 

@@ -63,7 +63,9 @@ def _owner(request: HttpRequest) -> AbstractBaseUser:
 
 
 def _run_of(owner: AbstractBaseUser, public_id: str) -> Run:
-    run = Run.objects.filter(public_id=public_id, owner=owner).first()
+    """The caller's run `public_id` (only its id read: the append reads the rest under
+    its lock), or 404."""
+    run = Run.objects.filter(public_id=public_id, owner=owner).only("pk").first()
     if run is None:
         raise ApiError(f"no run {public_id} of yours", 404)
     return run
