@@ -79,41 +79,23 @@ def _stream(
 ) -> None:
     """Append `total` messages to a new run, `batch` per request, after WARMUP batches
     and the other clients' (`ready`); (start, end) of the timed part go to `out`."""
+    headers = {"Authorization": f"Bearer {key}"}
     try:
-        _timed_appends(base, key, client, batch, total, ready, out)
+        with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
+            run_id = _new_run(http, f"client {client}, batches of {batch}")
+            url = f"/api/runs/{run_id}/messages/"
+            sent = 0
+            for n in range(WARMUP + total // batch):
+                if n == WARMUP:
+                    ready.wait(timeout=300)
+                    started = time.perf_counter()
+                messages = [_message(client, sent + i) for i in range(batch)]
+                http.post(url, json={"messages": messages}).raise_for_status()
+                sent += batch
+            out.append((started, time.perf_counter()))
     except BaseException:
         ready.abort()  # the other clients stop waiting for this one
         raise
-
-
-def _timed_appends(
-    base: str,
-    key: str,
-    client: int,
-    batch: int,
-    total: int,
-    ready: threading.Barrier,
-    out: list[tuple[float, float]],
-) -> None:
-    headers = {"Authorization": f"Bearer {key}"}
-    with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
-        run_id = _new_run(http, f"client {client}, batches of {batch}")
-        url = f"/api/runs/{run_id}/messages/"
-        n = 0
-
-        def send() -> None:
-            nonlocal n
-            messages = [_message(client, n + i) for i in range(batch)]
-            http.post(url, json={"messages": messages}).raise_for_status()
-            n += batch
-
-        for _ in range(WARMUP):
-            send()
-        ready.wait(timeout=300)
-        started = time.perf_counter()
-        for _ in range(total // batch):
-            send()
-        out.append((started, time.perf_counter()))
 
 
 def _rate(base: str, key: str, batch: int, clients: int) -> float:
