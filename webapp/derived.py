@@ -10,7 +10,7 @@ from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from contextsim import model as core
 from contextsim import skeleton
@@ -20,6 +20,7 @@ from contextsim.formats.native import parse_message
 from contextsim.skeleton import Skeleton, from_dict
 from contextsim.skeleton_builder import SkeletonBuilder
 from webapp.models import EstimatorReport, Message, Run, RunSkeleton
+from webapp.services.live_batch import update_rows
 
 MESSAGE_FIELDS = (
     "index",
@@ -137,16 +138,7 @@ def _keep_counts(
         for i, (pk, _, counts) in enumerate(known)
         if estimator not in counts
     ]
-    if missing:
-        meta, ops = Message._meta, connection.ops
-        field = meta.get_field("counts")
-        sql = (
-            f"UPDATE {ops.quote_name(meta.db_table)} SET {ops.quote_name(field.column)} = %s "
-            f"WHERE {ops.quote_name(meta.pk.column)} = %s"
-        )
-        params = [(field.get_db_prep_save(c, connection), pk) for pk, c in missing]
-        with connection.cursor() as cursor:
-            cursor.executemany(sql, params)
+    update_rows([Message(pk=pk, counts=counts) for pk, counts in missing], ["counts"])
 
 
 _BUILDERS: OrderedDict[tuple[str, str], tuple[int, str, SkeletonBuilder]] = OrderedDict()

@@ -13,15 +13,24 @@ import webapp.celery  # noqa: F401  (registers the transport under "filesystem")
 from webapp.embedded_broker import PARTIAL, Transport
 
 
+@pytest.fixture(scope="module")
+def control(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The exchanges' bindings: kombu remembers per process which it declared, so they
+    are kept in one folder for the module."""
+    return tmp_path_factory.mktemp("control")
+
+
 @pytest.fixture
-def connection(tmp_path: Path):
+def connection(tmp_path: Path, control: Path):
     folders = {name: tmp_path / name for name in ("queue", "processed")}
     for folder in folders.values():
         folder.mkdir()
+    folders["control"] = control
     options = {
         "data_folder_in": str(folders["queue"]),
         "data_folder_out": str(folders["queue"]),
         "processed_folder": str(folders["processed"]),
+        "control_folder": str(folders["control"]),
         "store_processed": False,
     }
     with Connection("filesystem://", transport_options=options) as conn:

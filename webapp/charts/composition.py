@@ -56,9 +56,8 @@ def sampled_steps(sim: Simulation, problems: list[Problem]) -> list[int]:
     if n <= MAX_POINTS:
         return list(range(n))
     size = -(-n // MAX_POINTS)
-    sent = list(map(attrgetter("sent"), sim.records))
-    # The largest request of each bucket (the first of equals), compared in C.
-    chosen = {max(range(s, min(s + size, n)), key=sent.__getitem__) for s in range(0, n, size)}
+    sent = _sent(sim)
+    chosen = {_peak(sent, start, size) for start in range(0, n, size)}
     # The steps marked exactly are drawn exactly (the markers sit on them).
     chosen |= set(list(_marked(problems))[:MAX_MARKED])
     return sorted(chosen)
@@ -72,10 +71,15 @@ def _marked(problems: list[Problem]) -> dict[int, Problem]:
     return first
 
 
-def _peak(sim: Simulation, start: int, size: int) -> int:
+def _sent(sim: Simulation) -> list[int]:
+    return list(map(attrgetter("sent"), sim.records))
+
+
+def _peak(sent: list[int], start: int, size: int) -> int:
     """The step of the largest request among the `size` steps from `start` on (the
-    first of equals, as sampled_steps picks it)."""
-    return max(range(start, min(start + size, len(sim.records))), key=lambda k: sim.records[k].sent)
+    first of equals), `sent` being every step's tokens; compared in C, as a live run's
+    chart looks at every step on every view."""
+    return max(range(start, min(start + size, len(sent))), key=sent.__getitem__)
 
 
 def composition_figure(
@@ -173,8 +177,9 @@ def _markers(sim: Simulation, problems: list[Problem]) -> dict[str, Any]:
     rest: dict[int, list[int]] = {}
     for k in list(first)[cut:]:
         rest.setdefault(k // size, []).append(k)
+    sent = _sent(sim) if rest else []
     for bucket, ks in rest.items():
-        k = _peak(sim, bucket * size, size)  # the step the chart draws for the bucket
+        k = _peak(sent, bucket * size, size)  # the step the chart draws for the bucket
         said = (
             f"{len(ks)} more problem step{'s' if len(ks) > 1 else ''} in steps {min(ks)}-{max(ks)}"
         )

@@ -188,9 +188,9 @@ class Filling:
     def __init__(self, stored: Run) -> None:
         self.stored = stored
         self.estimators = {n: e for n, e in ESTIMATORS.items() if n not in stored.counting}
-        shown = [e for n, e in self.estimators.items() if n == SHOWN_FIRST]
-        first = shown if stored.counting and shown else list(self.estimators.values())
-        self.builder = SkeletonBuilder(first)
+        first = SHOWN_FIRST if stored.counting and SHOWN_FIRST in self.estimators else None
+        built = [self.estimators[first]] if first else list(self.estimators.values())
+        self.builder = SkeletonBuilder(built)
         self.figures = dict(NO_FIGURES)
 
     @property
