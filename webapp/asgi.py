@@ -1,5 +1,6 @@
 """The ASGI entry point (`manage.py serve` runs it with uvicorn): the capture proxy
-(`/proxy/...`, webapp.proxy) on the event loop, everything else through Django."""
+(`/proxy/...`, webapp.proxy) on the event loop, the streaming API's appends through
+Django in threads of their own (webapp.append_lane), everything else through Django."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ warnings.filterwarnings("ignore", message="StreamingHttpResponse must consume sy
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 django_app = get_asgi_application()
 
-from webapp import heap, proxy  # noqa: E402  (needs Django set up first)
+from webapp import append_lane, heap, proxy  # noqa: E402  (needs Django set up first)
 
 heap.settle()
 
@@ -30,5 +31,8 @@ async def application(scope, receive, send):  # type: ignore[no-untyped-def]
         return
     if scope["type"] == "http" and scope["path"].startswith(proxy.PREFIX):
         await proxy.app(scope, receive, send)
+        return
+    if append_lane.serves(scope):
+        await append_lane.app(scope, receive, send)
         return
     await django_app(scope, receive, send)

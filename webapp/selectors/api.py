@@ -15,6 +15,7 @@ from django.db.models.fields.json import KeyTransform
 
 from contextsim.estimators import STAND_INS, Estimator
 from contextsim.model import KINDS, Usage, request_bounds
+from webapp import statements
 from webapp.derived import skeleton_of
 from webapp.models import Message, Run
 from webapp.selectors.runs import visible_runs
@@ -73,6 +74,13 @@ class RequestFigures:
     """Tokens of the tool definitions sent (kind "tools")."""
     messages: int
     """Tokens of every other message sent (overheads included, as every count is)."""
+
+
+def own_run(owner: AbstractBaseUser, public_id: str) -> Run | None:
+    """`owner`'s run `public_id` (only its id read, as an append needs), or None; as
+    Run.objects (ready runs only), by a written-out statement (webapp.statements)."""
+    where = {"public_id": public_id, "owner": owner.pk, "ready": True}
+    return statements.read(Run, ("id",), where)
 
 
 def counted_by(run: Run, estimator: str) -> str:

@@ -7,9 +7,11 @@ import hashlib
 import secrets
 from datetime import timedelta
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
+from webapp import statements
 from webapp.models import ApiToken
 
 PREFIX = "cs_"
@@ -35,19 +37,24 @@ def revoke_token(token: ApiToken) -> None:
 
 def owner_of(key: str) -> AbstractBaseUser | None:
     """The owner of an active key of an active user, or None; records when the key was
-    last used (to the minute: LAST_USED_EVERY)."""
-    token = (
-        ApiToken.objects.select_related("owner")
-        .filter(digest=_digest(key), revoked__isnull=True, owner__is_active=True)
-        .first()
+    last used (to the minute: LAST_USED_EVERY). Read by written-out statements
+    (webapp.statements): every streamed append asks."""
+    found = statements.read(
+        ApiToken, ("id", "owner", "last_used", "revoked"), {"digest": _digest(key)}
     )
-    if token is None:
+    if found is None or found.revoked is not None:
+        return None
+    user = get_user_model()
+    fields = [f.name for f in user._meta.concrete_fields]
+    owner = statements.read(user, fields, {user._meta.pk.name: found.owner_id})
+    if owner is None or not owner.is_active:
         return None
     now = timezone.now()
-    if token.last_used is None or now - token.last_used >= LAST_USED_EVERY:
+    if found.last_used is None or now - found.last_used >= LAST_USED_EVERY:
         # Not at every call: an agent streaming appends would write it for each one.
-        ApiToken.objects.filter(pk=token.pk).update(last_used=now)
-    return token.owner
+        found.last_used = now
+        statements.update(found, ["last_used"])
+    return owner
 
 
 LAST_USED_EVERY = timedelta(minutes=1)

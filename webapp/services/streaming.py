@@ -18,6 +18,7 @@ from django.utils import timezone
 from contextsim import model as core
 from contextsim.estimators import content_key
 from contextsim.formats import ParsedFile, parse_path
+from webapp import statements
 from webapp.models import AppendReceipt, EstimatorReport, Message, Run, RunSkeleton, Visibility
 from webapp.services.message_rows import (
     LIVE_COUNTED,
@@ -85,10 +86,11 @@ def append_once(
             return answered
     rows = _rows(messages)  # counted before the write lock is taken
     with transaction.atomic():
-        # What an append reads of the run (building the SQL of all its columns was a
-        # large part of an append).
-        fields = ("message_count", "revision", *NO_FIGURES)
-        locked = Run.objects.select_for_update().only(*fields).get(pk=run.pk)
+        # Read and written by written-out statements (webapp.statements): building
+        # the ORM's SQL was most of an append's own time.
+        locked = statements.read(Run, LOCKED, {"id": run.pk, "ready": True}, lock=True)
+        if locked is None:
+            raise Run.DoesNotExist(f"run {run.pk} is gone")
         if key:
             found = AppendReceipt.objects.filter(run=locked, key=key).first()
             if found is not None:
@@ -97,11 +99,26 @@ def append_once(
         if if_revision is not None and if_revision != locked.revision:
             raise StaleAppend(locked.revision, locked.message_count)
         _append_locked(locked, messages, start, rows)
-        updated = Run.objects.get(pk=locked.pk)
-        body = answer(updated)
+        body = answer(locked)
         if key:
-            AppendReceipt.objects.create(run=updated, key=key, answer=body)
+            AppendReceipt.objects.create(run=locked, key=key, answer=body)
         return body
+
+
+LOCKED = (
+    "id",
+    "public_id",
+    "title",
+    "format",
+    "model",
+    "created",
+    "message_count",
+    "revision",
+    "last_append",
+    *NO_FIGURES,
+)
+"""What an append reads of its run under the lock: what it changes, and what its
+answer says."""
 
 
 def _rows(messages: Sequence[core.Message]) -> list[MessageRow]:
@@ -143,26 +160,32 @@ def _append_locked(
         dropped_calls = sum(_calls(p) for p in parts)
         removed.delete()
     insert_messages(locked.pk, start, rows)
-    RunSkeleton.objects.filter(run=locked).delete()
-    EstimatorReport.objects.filter(run=locked).delete()  # it read the old text
     if start == end:
         # Messages only added at the end: figures from the run's own, and a skeleton
         # is extended, not built again.
+        statements.delete(RunSkeleton, "run", locked.pk)
+        statements.delete(EstimatorReport, "run", locked.pk)  # it read the old text
         changed = figures_after({k: getattr(locked, k) for k in NO_FIGURES}, messages)
-    else:
-        changed = {
-            **_figures(locked),
-            "tool_call_count": F("tool_call_count")
-            - dropped_calls
-            + sum(len(m.tool_calls) for m in messages),
-            "rewritten": F("revision") + 1,
-        }
+        for name, value in changed.items():
+            setattr(locked, name, value)
+        # The run is locked: its revision is the one read.
+        locked.message_count, locked.revision = end + len(messages), locked.revision + 1
+        locked.last_append = timezone.now()
+        statements.update(locked, ["message_count", "revision", "last_append", *changed])
+        return
+    RunSkeleton.objects.filter(run=locked).delete()
+    EstimatorReport.objects.filter(run=locked).delete()  # it read the old text
     Run.objects.filter(pk=locked.pk).update(
-        **changed,
+        **_figures(locked),
+        tool_call_count=F("tool_call_count")
+        - dropped_calls
+        + sum(len(m.tool_calls) for m in messages),
+        rewritten=F("revision") + 1,
         message_count=start + len(messages),
         revision=F("revision") + 1,
         last_append=timezone.now(),
     )
+    locked.refresh_from_db(fields=[f for f in LOCKED if f != "id"])
 
 
 def _calls(parts: list[dict[str, object]]) -> int:

@@ -65,7 +65,7 @@ def _owner(request: HttpRequest) -> AbstractBaseUser:
 def _run_of(owner: AbstractBaseUser, public_id: str) -> Run:
     """The caller's run `public_id` (only its id read: the append reads the rest under
     its lock), or 404."""
-    run = Run.objects.filter(public_id=public_id, owner=owner).only("pk").first()
+    run = reads.own_run(owner, public_id)
     if run is None:
         raise ApiError(f"no run {public_id} of yours", 404)
     return run
