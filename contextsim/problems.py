@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from operator import attrgetter
 
 from contextsim.accounting import Accountant
-from contextsim.memo import per_skeleton
-from contextsim.simulate import REPLAY, Simulation, compaction_steps
+from contextsim.memo import earlier, per_skeleton, remember
+from contextsim.simulate import REPLAY, Simulation, StepRecord, compaction_steps
 from contextsim.skeleton import Skeleton
 
 KINDS = (
@@ -49,13 +50,50 @@ def detect(
     """
     found = [
         *_limits(sim),
-        *_underestimates(sim, reference),
-        *_cache_breaks(sim),
+        *_by_record(sim, reference),
         *_results(sim, no_progress_steps),
         *_ending(sim, typical_steps),
         *_compactions(sim),
     ]
     return sorted(found, key=lambda p: (p.step, KINDS.index(p.kind)))
+
+
+_BY_RECORD = "problems_by_record"
+
+
+def _by_record(sim: Simulation, reference: tuple[int, ...] | None) -> list[Problem]:
+    """The problems each request shows by itself (or beside the one before it):
+    underestimates and cache breaks, in step order. A simulation of a live run's grown
+    skeleton that took over the records of the one it grew from (contextsim.simulate:
+    as_logged's replay) takes over their problems too, and looks only at the new
+    records: the same records under the same limits and terms show the same problems."""
+    if reference is not None:
+        return [*_underestimates(sim, reference, 0), *_cache_breaks(sim, 0)]
+    rec = sim.reconciliation
+    terms = None if rec is None else (rec.scale, rec.overhead, rec.later)
+    key = (_BY_RECORD, sim.policy, sim.budget, sim.hard_limit, terms)
+    before = earlier(sim.skeleton, key)
+    keep = _shared(before[0], sim.records) if before is not None else 0
+    kept = [p for p in before[1] if p.step < keep] if before is not None and keep else []
+    found = sorted(
+        [*_underestimates(sim, None, keep), *_cache_breaks(sim, keep)], key=attrgetter("step")
+    )
+    problems = kept + found
+    remember(sim.skeleton, key, (sim.records, problems))
+    return problems
+
+
+def _shared(old: tuple[StepRecord, ...], new: tuple[StepRecord, ...]) -> int:
+    """How many leading records `new` took over from `old` (the same objects): records
+    are taken over as a prefix, so this is found by bisection."""
+    low, high = 0, min(len(old), len(new))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if new[middle - 1] is old[middle - 1]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _streaks(flags: list[str]) -> list[tuple[int, int, str]]:
@@ -99,16 +137,19 @@ def _limits(sim: Simulation) -> list[Problem]:
     return out
 
 
-def _underestimates(sim: Simulation, reference: tuple[int, ...] | None) -> list[Problem]:
-    """Requests the harness's own count said fit the budget and the provider's count
-    (reconciled, else measured usage or a reference tokenizer) says do not: the seed
-    incident. The text names the cause: the estimator or the unlogged part."""
+def _underestimates(
+    sim: Simulation, reference: tuple[int, ...] | None, start: int
+) -> list[Problem]:
+    """Requests from `start` on that the harness's own count said fit the budget and
+    the provider's count (reconciled, else measured usage or a reference tokenizer)
+    says do not: the seed incident. The text names the cause: the estimator or the
+    unlogged part."""
     ref_acct = None
     if reference is not None:
         ref_acct = Accountant(sim.skeleton, sim.statics, reference)
     rec = sim.reconciliation
     out = []
-    for r in sim.records:
+    for r in sim.records[start:]:
         if r.estimated > sim.budget:
             continue  # the harness knew it did not fit: over_budget says so
         cause = ""
@@ -143,11 +184,12 @@ def _underestimates(sim: Simulation, reference: tuple[int, ...] | None) -> list[
     return out
 
 
-def _cache_breaks(sim: Simulation) -> list[Problem]:
-    return [*_simulated_cache_breaks(sim), *_measured_cache_misses(sim)]
+def _cache_breaks(sim: Simulation, start: int) -> list[Problem]:
+    """Cache breaks at the requests from `start` on."""
+    return [*_simulated_cache_breaks(sim, start), *_measured_cache_misses(sim, start)]
 
 
-def _measured_cache_misses(sim: Simulation) -> list[Problem]:
+def _measured_cache_misses(sim: Simulation, start: int) -> list[Problem]:
     """Under as_logged: requests at which the provider's measured cache read fell below
     what the previous request had read and written (a real cache miss: a changed prefix
     or an expired cache), except right after a logged compaction, which rewrites it."""
@@ -155,7 +197,7 @@ def _measured_cache_misses(sim: Simulation) -> list[Problem]:
         return []
     usage, out = sim.skeleton.usage, []
     compacted = set(compaction_steps(sim.skeleton))
-    for k in range(1, len(usage)):
+    for k in range(max(start, 1), len(usage)):
         before, now = usage[k - 1], usage[k]
         if before is None or now is None or k in compacted:
             continue
@@ -175,10 +217,11 @@ def _measured_cache_misses(sim: Simulation) -> list[Problem]:
     return out
 
 
-def _simulated_cache_breaks(sim: Simulation) -> list[Problem]:
+def _simulated_cache_breaks(sim: Simulation, start: int) -> list[Problem]:
     out = []
     replay = sim.policy == REPLAY
-    for before, r in zip(sim.records, sim.records[1:], strict=False):
+    first = max(start - 1, 0)
+    for before, r in zip(sim.records[first:], sim.records[first + 1 :], strict=False):
         if replay and r.measured is not None:
             continue  # what was sent is measured: its real misses are reported instead
         lost = before.sent - r.cached

@@ -20,8 +20,11 @@ Units: tokens per request; errors are shares of the measured size.
 from __future__ import annotations
 
 import statistics
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import repeat
+from operator import add, itemgetter, mul, sub, truediv
 
 MIN_FOR_SCALE = 4
 """Measured requests needed to fit a scale; with fewer, only the overhead is fitted."""
@@ -113,7 +116,9 @@ def fit_rows(
     rows = [row for row in rows if row[1] > 0]
     if not rows:
         return None
-    pairs = [(e, m) for e, m, _ in rows]
+    # Columns mapped in C: a live run's fit is made again whenever a measured request
+    # arrives, over all of them.
+    pairs = list(zip(map(itemgetter(0), rows), map(itemgetter(1), rows)))
     groups: dict[int, list[tuple[int, int]]] = {}
     first_step: dict[int, int] = {}
     if len({row[2][0] for row in rows}) == 1:  # one stretch: most runs
@@ -125,13 +130,18 @@ def fit_rows(
             first_step.setdefault(stretch, step)
     if scale is None:
         scale = round(_slope(list(groups.values())), SCALE_DIGITS) if _spread_out(pairs) else 1.0
-    overheads = {
-        k: round(statistics.median(m - scale * e for e, m in g)) for k, g in groups.items()
-    }
+    overheads = {k: round(_median_residual(g, scale)) for k, g in groups.items()}
     first = min(overheads)
     later = tuple((first_step[k], overheads[k]) for k in sorted(overheads) if k != first)
     rec = Reconciliation(scale, overheads[first], later=later)
     return _scored(rec, [(e, m, step) for e, m, (_, step) in rows])
+
+
+def _median_residual(pairs: list[tuple[int, int]], scale: float) -> float:
+    """The median of `measured - scale x estimated` over (estimated, measured) pairs."""
+    estimated, measured = map(itemgetter(0), pairs), map(itemgetter(1), pairs)
+    residuals: list[float] = list(map(sub, measured, map(mul, repeat(scale), estimated)))
+    return statistics.median(residuals)
 
 
 def fit_exact(rows: Sequence[tuple[int, int, tuple[int, int]]]) -> Reconciliation | None:
@@ -211,21 +221,28 @@ def _scored(rec: Reconciliation, rows: list[tuple[int, int, int]]) -> Reconcilia
     firsts = [first for first, _ in rec.later]
     if firsts != sorted(firsts):  # not as fit makes them: as `at` reads them, row by row
         errors = [abs(rec.at(step).tokens(e) - m) / m for e, m, step in rows]
-    # In order of their first step, the last of equal ones winning, as in `at`.
+    # In order of their first step, the last of equal ones winning, as in `at`; rows
+    # are in step order, so each stretch's rows are a slice of them.
     stretches = [] if errors else [(0, rec.overhead), *rec.later]
+    steps = [step for _, _, step in rows] if len(stretches) > 1 else []
     for i, (first, overhead) in enumerate(stretches):
-        last = stretches[i + 1][0] if i + 1 < len(stretches) else None
-        errors += [
-            abs(max(round(scale * e) + overhead, 0) - m) / m
-            for e, m, step in rows
-            if step >= first and (last is None or step < last)
-        ]
+        start = bisect_left(steps, first) if steps else 0
+        stop = bisect_left(steps, stretches[i + 1][0]) if i + 1 < len(stretches) else len(rows)
+        errors += _errors(rows[start:stop], scale, overhead)
     return replace(
         rec,
         fitted_on=len(rows),
         median_error=statistics.median(errors),
         worst_error=max(errors),
     )
+
+
+def _errors(rows: list[tuple[int, int, int]], scale: float, overhead: int) -> list[float]:
+    """|max(round(scale x estimated) + overhead, 0) - measured| / measured per row."""
+    measured = list(map(itemgetter(1), rows))
+    sized = map(round, map(mul, repeat(scale), map(itemgetter(0), rows)))
+    sent = map(max, map(add, sized, repeat(overhead)), repeat(0))
+    return list(map(truediv, map(abs, map(sub, sent, measured)), measured))
 
 
 def score(rec: Reconciliation, estimated: Sequence[int], measured: Sequence[int]) -> Reconciliation:

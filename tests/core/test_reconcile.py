@@ -162,3 +162,33 @@ def test_a_given_scale_fits_only_the_overheads():
     assert found is not None and found.scale == 1.5 and found.overhead == 20_000
     assert found.median_error == 0
     assert fit_rows(rows) is not None and fit_rows(rows).scale == 1.0  # type: ignore[union-attr]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 10**6), st.integers(1, 10**6), st.integers(0, 2)),
+        min_size=1,
+        max_size=40,
+    ),
+    st.one_of(st.none(), st.floats(0.5, 3.0)),
+)
+def test_a_fits_overheads_are_the_median_residuals_of_their_stretches(pairs, scale):
+    stretches = sorted(s for _, _, s in pairs)
+    rows = [
+        (e, m, (stretch, step)) for step, ((e, m, _), stretch) in enumerate(zip(pairs, stretches))
+    ]
+    found = fit_rows(rows, scale=scale)
+    assert found is not None
+    used = found.scale
+    medians = {
+        s: round(statistics.median(m - used * e for e, m, (k, _) in rows if k == s))
+        for s in set(stretches)
+    }
+    firsts = {s: min(step for _, _, (k, step) in rows if k == s) for s in medians}
+    assert found.overhead == medians[min(medians)]
+    assert found.later == tuple(
+        (firsts[s], medians[s]) for s in sorted(medians) if s != min(medians)
+    )
+    errors = sorted(abs(found.at(step).tokens(e) - m) / m for e, m, (_, step) in rows)
+    assert (found.median_error, found.worst_error) == (statistics.median(errors), errors[-1])

@@ -1,5 +1,6 @@
 """A live run's replay is extended, not made again: a skeleton grown by more messages
-(contextsim.memo.grown) replays, fits and simulates exactly as one built afresh."""
+(contextsim.memo.grown) replays, fits, simulates and shows problems exactly as one
+built afresh."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from contextsim.costs import PRESETS
 from contextsim.estimators import ESTIMATORS
 from contextsim.memo import earlier
 from contextsim.model import Compaction, Message, Run, TextPart, Usage
+from contextsim import problems
+from contextsim.problems import detect
 from contextsim.replay_log import replay_log, usage_costs
 from contextsim.simulate import REPLAY, reconcile_skeleton, simulate
 from contextsim.skeleton_builder import SkeletonBuilder, build
@@ -50,7 +53,10 @@ def _views(sk):
     rec = reconcile_skeleton(sk)
     sim = simulate(sk, REPLAY, budget=50_000, hard_limit=80_000, count=EST.count, reconcile=rec)
     kinds = [sim.kept_by_kind(k) for k in range(len(sim.records))]
-    return replay_log(sk), usage_costs(sk, PRESETS["anthropic"]), rec, sim.records, kinds
+    # A small budget too, so that requests are over it and underestimated.
+    tight = simulate(sk, REPLAY, budget=1_500, hard_limit=3_000, count=EST.count, reconcile=rec)
+    problems = detect(sim), detect(tight)
+    return replay_log(sk), usage_costs(sk, PRESETS["anthropic"]), rec, sim.records, kinds, problems
 
 
 @settings(max_examples=80, deadline=None)
@@ -101,6 +107,36 @@ def test_a_skeleton_grown_by_one_request_works_out_only_that_request():
     kept = len(before.plans) - 1
     assert all(a is b for a, b in zip(after.plans[:kept], before.plans[:kept], strict=True))
     assert len(after.plans) == len(second.ends) == len(first.ends) + 1
+
+
+def test_a_grown_skeletons_problems_are_looked_for_only_in_its_new_requests(monkeypatch):
+    run = _plain_run(400)
+    growing = SkeletonBuilder([EST])
+    growing.add(run.messages[:-2])
+    first = growing.finish(_facts(run, len(run.messages) - 2))[EST.name]
+    growing.add(run.messages[-2:])
+    second = growing.finish(run)[EST.name]
+    looked_from = []
+    real = problems._underestimates
+
+    def watched(sim, reference, start):  # type: ignore[no-untyped-def]
+        looked_from.append((len(sim.records), start))
+        return real(sim, reference, start)
+
+    monkeypatch.setattr(problems, "_underestimates", watched)
+    found = [
+        detect(simulate(sk, REPLAY, budget=2_000, hard_limit=3_000, count=EST.count))
+        for sk in (first, second)
+    ]
+    # The first is looked at whole; the second from the request the first left open.
+    assert looked_from == [(len(first.ends), 0), (len(second.ends), len(first.ends) - 1)]
+    fresh = SkeletonBuilder([EST])
+    fresh.add(run.messages)
+    alone = fresh.finish(run)[EST.name]
+    assert found[1] == detect(
+        simulate(alone, REPLAY, budget=2_000, hard_limit=3_000, count=EST.count)
+    )
+    assert any(p.kind == "over_budget" for p in found[1])
 
 
 def _plain_run(n: int) -> Run:
