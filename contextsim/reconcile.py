@@ -118,7 +118,7 @@ def fit_rows(
         return None
     # Columns mapped in C: a live run's fit is made again whenever a measured request
     # arrives, over all of them.
-    pairs = list(zip(map(itemgetter(0), rows), map(itemgetter(1), rows)))
+    pairs = list(zip(map(itemgetter(0), rows), map(itemgetter(1), rows), strict=True))
     groups: dict[int, list[tuple[int, int]]] = {}
     first_step: dict[int, int] = {}
     if len({row[2][0] for row in rows}) == 1:  # one stretch: most runs

@@ -9,11 +9,11 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextsim import problems
 from contextsim.costs import PRESETS
 from contextsim.estimators import ESTIMATORS
 from contextsim.memo import earlier
 from contextsim.model import Compaction, Message, Run, TextPart, Usage
-from contextsim import problems
 from contextsim.problems import detect
 from contextsim.replay_log import replay_log, usage_costs
 from contextsim.simulate import REPLAY, reconcile_skeleton, simulate
