@@ -175,9 +175,8 @@ def test_a_given_scale_fits_only_the_overheads():
 )
 def test_a_fits_overheads_are_the_median_residuals_of_their_stretches(pairs, scale):
     stretches = sorted(s for _, _, s in pairs)
-    rows = [
-        (e, m, (stretch, step)) for step, ((e, m, _), stretch) in enumerate(zip(pairs, stretches, strict=True))
-    ]
+    marked = enumerate(zip(pairs, stretches, strict=True))
+    rows = [(e, m, (stretch, step)) for step, ((e, m, _), stretch) in marked]
     found = fit_rows(rows, scale=scale)
     assert found is not None
     used = found.scale
