@@ -64,22 +64,23 @@ _BY_RECORD = "problems_by_record"
 def _by_record(sim: Simulation, reference: tuple[int, ...] | None) -> list[Problem]:
     """The problems each request shows by itself (or beside the one before it):
     underestimates and cache breaks, in step order. A simulation of a live run's grown
-    skeleton that took over the records of the one it grew from (contextsim.simulate:
-    as_logged's replay) takes over their problems too, and looks only at the new
-    records: the same records under the same limits and terms show the same problems."""
-    if reference is not None:
+    skeleton that took over the records of the one it grew from (as_logged's replay,
+    contextsim.simulate) takes over their problems too, and looks only at the new
+    records: the same records under the same limits and terms show the same problems.
+    Only as_logged's are kept (one per skeleton): no other policy takes records over."""
+    if reference is not None or sim.policy != REPLAY:
         return [*_underestimates(sim, reference, 0), *_cache_breaks(sim, 0)]
     rec = sim.reconciliation
     terms = None if rec is None else (rec.scale, rec.overhead, rec.later)
-    key = (_BY_RECORD, sim.policy, sim.budget, sim.hard_limit, terms)
-    before = earlier(sim.skeleton, key)
-    keep = _shared(before[0], sim.records) if before is not None else 0
-    kept = [p for p in before[1] if p.step < keep] if before is not None and keep else []
+    key = (sim.budget, sim.hard_limit, terms)
+    before = earlier(sim.skeleton, _BY_RECORD)
+    keep = _shared(before[1], sim.records) if before is not None and before[0] == key else 0
+    kept = [p for p in before[2] if p.step < keep] if before is not None and keep else []
     found = sorted(
         [*_underestimates(sim, None, keep), *_cache_breaks(sim, keep)], key=attrgetter("step")
     )
     problems = kept + found
-    remember(sim.skeleton, key, (sim.records, problems))
+    remember(sim.skeleton, _BY_RECORD, (key, sim.records, problems))
     return problems
 
 

@@ -216,7 +216,8 @@ def _spread(items: list[tuple[int, int]], most: int) -> list[tuple[int, int]]:
 
 
 def _scored(rec: Reconciliation, rows: list[tuple[int, int, int]]) -> Reconciliation:
-    """`rec` with its errors over (estimated, measured, step) rows in step order."""
+    """`rec` with its errors over (estimated, measured, step) rows, which must be in
+    step order (each stretch's rows are taken as a slice)."""
     scale, errors = rec.scale, []
     firsts = [first for first, _ in rec.later]
     if firsts != sorted(firsts):  # not as fit makes them: as `at` reads them, row by row

@@ -40,8 +40,9 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 PATH = re.compile(r"/api/runs/[^/]+/messages/")
 _in_lane = threading.local()
-_lane: list[tuple[ThreadPoolExecutor, int]] = []  # the pool and its thread count, once made
+_lane: list[ThreadPoolExecutor] = []  # the pool, once made
 _lane_lock = threading.Lock()
+_opened: dict[int, BaseDatabaseWrapper] = {}  # the lane threads' connections, by id
 
 
 def serves(scope: Scope) -> bool:
@@ -61,17 +62,20 @@ def threads() -> int:
 def _pool() -> ThreadPoolExecutor:
     with _lane_lock:
         if not _lane:
-            count = threads()
-            _lane.append((ThreadPoolExecutor(count, thread_name_prefix="append-lane"), count))
-        return _lane[0][0]
+            _lane.append(ThreadPoolExecutor(threads(), thread_name_prefix="append-lane"))
+        return _lane[0]
 
 
 def _keep_open(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:
-    """A connection opened in a lane thread lives until an error leaves it unusable:
-    the end-of-request check (close_old_connections) then closes it, and the next
-    append opens another."""
+    """A connection opened in a lane thread lives until it is found unusable: checked
+    before each append's first query (Django's health check: a server database that
+    restarted or dropped it costs no failed append), and closed at the end of an append
+    that left it broken (close_old_connections)."""
     if getattr(_in_lane, "active", False):
         connection.close_at = None
+        connection.health_check_enabled = True  # type: ignore[attr-defined]
+        with _lane_lock:
+            _opened[id(connection)] = connection
 
 
 connection_created.connect(_keep_open, dispatch_uid="append-lane-keep-open")
@@ -112,6 +116,7 @@ class LaneHandler(ASGIHandler):
                     whole[name] = value
                 response.close()
                 response = whole
+            response._handler_class = self.__class__  # type: ignore[attr-defined]
             response.close()  # the end signal, here: it checks this thread's connection
             return response
         finally:
@@ -119,21 +124,22 @@ class LaneHandler(ASGIHandler):
 
 
 def stop() -> None:
-    """Close the lane threads' connections and end the threads (tests; a server's
-    threads end with its process). The next append starts them again."""
+    """End the lane threads and close their connections (tests; a server's end with
+    its process). The next append starts them again."""
     with _lane_lock:
-        if not _lane:
-            return
-        pool, count = _lane.pop()
-    together = threading.Barrier(count)
-
-    def close() -> None:
-        together.wait(timeout=10)  # one task per thread
-        connections.close_all()
-
-    for future in [pool.submit(close) for _ in range(count)]:
-        future.result()
-    pool.shutdown(wait=True)
+        pool = _lane.pop() if _lane else None
+    if pool is not None:
+        pool.shutdown(wait=True)
+    with _lane_lock:
+        opened = list(_opened.values())
+        _opened.clear()
+    for connection in opened:
+        # Their threads are gone: closed from here, as Django's live server does.
+        connection.inc_thread_sharing()
+        try:
+            connection.close()
+        finally:
+            connection.dec_thread_sharing()
 
 
 app = LaneHandler()

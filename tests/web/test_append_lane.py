@@ -2,13 +2,15 @@
 synchronous handler in threads that keep their database connection. Served by uvicorn
 as `manage.py serve` serves them, every answer (status, headers, body) is the one
 Django's own ASGI handler gives the same request; the lane opens one connection per
-thread, not one per append; a connection the database server dropped is replaced."""
+thread, not one per append; a connection the database server dropped is replaced
+before an append uses it."""
 
 from __future__ import annotations
 
 import json
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -135,30 +137,53 @@ def test_a_body_over_the_limit_is_refused_through_the_lane(servers, alice, setti
     assert Run.objects.get(public_id=run_id).message_count == 0
 
 
-def _connections_opened(base: str, key: str, run_id: str, appends: int) -> int:
+def _connections_opened(base: str, key: str, run_ids: list[str], appends: int) -> int:
+    """Connections opened while each run gets `appends` appends, all runs at once (a
+    client each, as agents streaming side by side)."""
     opened = []
 
     def seen(sender: object, connection: object, **kwargs: object) -> None:
         opened.append(threading.current_thread().name)
 
+    def stream(run_id: str) -> list[int]:
+        with httpx.Client(base_url=base, headers=_auth(key)) as http:
+            return [
+                http.post(
+                    f"/api/runs/{run_id}/messages/",
+                    json={"messages": [{"role": "user", "content": f"message {n}"}]},
+                ).status_code
+                for n in range(appends)
+            ]
+
     connection_created.connect(seen)
     try:
-        with httpx.Client(base_url=base, headers=_auth(key)) as http:
-            for n in range(appends):
-                body = {"messages": [{"role": "user", "content": f"message {n}"}]}
-                assert http.post(f"/api/runs/{run_id}/messages/", json=body).status_code == 200
+        with ThreadPoolExecutor(len(run_ids)) as clients:
+            statuses = [s for done in clients.map(stream, run_ids) for s in done]
     finally:
         connection_created.disconnect(seen)
+    assert statuses == [200] * len(run_ids) * appends
     return len(opened)
 
 
 def test_the_lane_keeps_its_connections_where_django_opens_one_per_append(servers, alice):
     lane, plain = servers
     key = create_token(alice, "lane")[1]
-    through_lane = _connections_opened(lane, key, _new_run(lane, key), 30)
-    through_django = _connections_opened(plain, key, _new_run(plain, key), 30)
+    through_lane = _connections_opened(lane, key, [_new_run(lane, key) for _ in range(4)], 10)
+    through_django = _connections_opened(plain, key, [_new_run(plain, key) for _ in range(4)], 10)
     assert 1 <= through_lane <= append_lane.threads()
-    assert through_django >= 30
+    assert through_django >= 40
+    assert Message.objects.count() == 80
+
+
+def test_an_append_to_a_run_still_being_imported_is_not_found(servers, alice):
+    lane, _ = servers
+    key = create_token(alice, "lane")[1]
+    run_id = _new_run(lane, key)
+    Run.objects.filter(public_id=run_id).update(ready=False)
+    body = {"messages": [{"role": "user", "content": "go"}]}
+    got = httpx.post(f"{lane}/api/runs/{run_id}/messages/", json=body, headers=_auth(key))
+    assert got.status_code == 404 and run_id in got.json()["error"]
+    assert Message.objects.count() == 0
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="needs a database server")
@@ -182,8 +207,7 @@ def test_a_connection_the_server_dropped_is_replaced(servers, alice):
         ).status_code
         for n in range(12)
     ]
-    # Each thread's first append after the drop may fail (nothing saved); then all pass.
-    assert statuses.count(500) <= append_lane.threads()
-    assert statuses[-4:] == [200] * 4
+    # Each lane thread finds its connection gone before using it and opens another.
+    assert statuses == [200] * 12
     run = Run.objects.get(public_id=run_id)
     assert run.message_count == Message.objects.filter(run=run).count() == 8 + statuses.count(200)
