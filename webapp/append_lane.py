@@ -31,7 +31,7 @@ from django.core.handlers.base import BaseHandler
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
-from django.http import HttpResponse, HttpResponseBase
+from django.http import HttpResponseBase
 from django.urls import set_script_prefix
 
 Scope = MutableMapping[str, Any]
@@ -109,13 +109,8 @@ class LaneHandler(ASGIHandler):
             response: HttpResponseBase | None = error
             if request is not None:
                 response = self.get_response(request)
-            assert response is not None
-            if response.streaming:  # never from the append view; kept whole if so
-                whole = HttpResponse(b"".join(response), status=response.status_code)
-                for name, value in response.items():
-                    whole[name] = value
-                response.close()
-                response = whole
+            # The append view answers JSON, never a stream: closed before it is sent.
+            assert response is not None and not response.streaming
             response._handler_class = self.__class__  # type: ignore[attr-defined]
             response.close()  # the end signal, here: it checks this thread's connection
             return response

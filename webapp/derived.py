@@ -20,7 +20,7 @@ from contextsim.formats.native import parse_message
 from contextsim.skeleton import Skeleton, from_dict
 from contextsim.skeleton_builder import SkeletonBuilder
 from webapp.models import EstimatorReport, Message, Run, RunSkeleton
-from webapp.services.live_batch import update_rows
+from webapp.statements import update_rows
 
 MESSAGE_FIELDS = (
     "index",

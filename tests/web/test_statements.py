@@ -95,7 +95,7 @@ def test_an_update_writes_only_the_fields_named(alice):
     assert loaded is not None
     loaded.revision, loaded.last_append = 5, datetime(2026, 12, 3, 9, 30, tzinfo=UTC)
     loaded.title = "never written"
-    statements.update(loaded, ["revision", "last_append"])
+    statements.update_rows([loaded], ["revision", "last_append"])
     run.refresh_from_db()
     other.refresh_from_db()
     assert run.revision == 5 and run.last_append == loaded.last_append

@@ -53,7 +53,7 @@ def owner_of(key: str) -> AbstractBaseUser | None:
     if found.last_used is None or now - found.last_used >= LAST_USED_EVERY:
         # Not at every call: an agent streaming appends would write it for each one.
         found.last_used = now
-        statements.update(found, ["last_used"])
+        statements.update_rows([found], ["last_used"])
     return owner
 
 

@@ -12,11 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection
-from django.db.models import ForeignKey, IntegerField, Model
 from django.utils import timezone
 
 from contextsim import model as core
@@ -24,6 +21,7 @@ from webapp.models import EstimatorReport, Run, RunSkeleton, Visibility
 from webapp.services.message_rows import MessageRow, insert_batches
 from webapp.services.saving import NO_FIGURES, facts_of, figures_after
 from webapp.services.sessions import join_sessions
+from webapp.statements import update_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,34 +85,3 @@ def grow_runs(growths: Sequence[Growth]) -> None:
     ids = [r.pk for r in runs]
     RunSkeleton.objects.filter(run_id__in=ids).delete()
     EstimatorReport.objects.filter(run_id__in=ids).delete()
-
-
-def update_rows(objects: Sequence[Model], fields: Sequence[str]) -> None:
-    """Write `fields` of each of `objects` (rows of one model) to its row: one
-    statement run for every row by the driver. Django's bulk_update builds one CASE
-    per field and row, most of a batch's time at hundreds of rows."""
-    if not objects:
-        return
-    meta = objects[0]._meta
-    ops = connection.ops
-    columns = [meta.get_field(f) for f in fields]
-    assigned = ", ".join(f"{ops.quote_name(c.column)} = %s" for c in columns)
-    table, pk = ops.quote_name(meta.db_table), ops.quote_name(meta.pk.column)
-    sql = f"UPDATE {table} SET {assigned} WHERE {pk} = %s"
-    # Whole numbers and keys go to the driver as they are; other values are prepared
-    # by their fields, once per value object (a batch's rows share their time).
-    plain = [isinstance(c, IntegerField | ForeignKey) for c in columns]
-    prepared: list[dict[int, Any]] = [{} for _ in columns]
-    params = []
-    for o in objects:
-        row = []
-        for c, is_plain, seen in zip(columns, plain, prepared, strict=True):
-            value = getattr(o, c.attname)
-            if not is_plain:
-                if id(value) not in seen:
-                    seen[id(value)] = c.get_db_prep_save(value, connection)
-                value = seen[id(value)]
-            row.append(value)
-        params.append((*row, o.pk))
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, params)

@@ -20,9 +20,10 @@ from webapp.models import ReceivedSpan, Run, SpanGroup
 from webapp.services import span_events, span_parents
 from webapp.services import span_follow as follow
 from webapp.services import span_store as store
-from webapp.services.live_batch import Growth, create_runs, grow_runs, update_rows
+from webapp.services.live_batch import Growth, create_runs, grow_runs
 from webapp.services.message_rows import LIVE_COUNTED, MessageRow, message_row
 from webapp.services.streaming import first_change, header_of, sync_run
+from webapp.statements import update_rows
 
 EMPTY: Mapping[tuple[str, str], bytes] = {}
 

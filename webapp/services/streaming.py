@@ -160,21 +160,19 @@ def _append_locked(
         dropped_calls = sum(_calls(p) for p in parts)
         removed.delete()
     insert_messages(locked.pk, start, rows)
+    statements.delete(RunSkeleton, "run", locked.pk)
+    statements.delete(EstimatorReport, "run", locked.pk)  # it read the old text
     if start == end:
         # Messages only added at the end: figures from the run's own, and a skeleton
         # is extended, not built again.
-        statements.delete(RunSkeleton, "run", locked.pk)
-        statements.delete(EstimatorReport, "run", locked.pk)  # it read the old text
         changed = figures_after({k: getattr(locked, k) for k in NO_FIGURES}, messages)
         for name, value in changed.items():
             setattr(locked, name, value)
         # The run is locked: its revision is the one read.
         locked.message_count, locked.revision = end + len(messages), locked.revision + 1
         locked.last_append = timezone.now()
-        statements.update(locked, ["message_count", "revision", "last_append", *changed])
+        statements.update_rows([locked], ["message_count", "revision", "last_append", *changed])
         return
-    RunSkeleton.objects.filter(run=locked).delete()
-    EstimatorReport.objects.filter(run=locked).delete()  # it read the old text
     Run.objects.filter(pk=locked.pk).update(
         **_figures(locked),
         tool_call_count=F("tool_call_count")
