@@ -4,8 +4,10 @@ a one-line explanation a person can act on."""
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+from itertools import compress, pairwise, repeat
+from operator import attrgetter, mul, ne
 
 from contextsim.accounting import Accountant
 from contextsim.memo import earlier, per_skeleton, remember
@@ -97,17 +99,26 @@ def _shared(old: tuple[StepRecord, ...], new: tuple[StepRecord, ...]) -> int:
     return low
 
 
-def _streaks(flags: list[str]) -> list[tuple[int, int, str]]:
-    """(first, last, kind) of each run of equal non-empty kinds over consecutive steps."""
-    out: list[tuple[int, int, str]] = []
-    for step, kind in enumerate(flags):
-        if not kind:
-            continue
-        if out and out[-1][2] == kind and out[-1][1] == step - 1:
-            out[-1] = (out[-1][0], step, kind)
-        else:
-            out.append((step, step, kind))
-    return out
+LIMIT_KINDS = ("", "over_budget", "rejected")
+"""A request's limit flag by code: 0 neither, 1 over budget, 2 rejected."""
+
+
+def _limit_streaks(records: Sequence[StepRecord]) -> list[tuple[int, int, str]]:
+    """(first, last, kind) of each run of consecutive rejected (or over-budget)
+    requests. Found in C from where the flag changes: a long run over its budget is
+    one streak whichever its length."""
+    if not records:
+        return []
+    rejected = map(attrgetter("rejected"), records)
+    over = map(attrgetter("over_budget"), records)
+    codes = list(map(max, map(mul, rejected, repeat(2)), over))
+    changes = compress(range(1, len(codes)), map(ne, codes[1:], codes))
+    starts = [0, *changes, len(codes)]
+    return [
+        (first, end - 1, LIMIT_KINDS[codes[first]])
+        for first, end in pairwise(starts)
+        if codes[first]
+    ]
 
 
 def _until(first: int, last: int) -> str:
@@ -117,11 +128,8 @@ def _until(first: int, last: int) -> str:
 def _limits(sim: Simulation) -> list[Problem]:
     """One problem per streak of rejected (or over-budget) requests, at its first step:
     a run that stays over the limit for 5,000 requests has one thing to fix, not 5,000."""
-    flags = [
-        "rejected" if r.rejected else "over_budget" if r.over_budget else "" for r in sim.records
-    ]
     out = []
-    for first, last, kind in _streaks(flags):
+    for first, last, kind in _limit_streaks(sim.records):
         r = sim.records[first]
         if kind == "rejected":
             detail = (
@@ -262,9 +270,8 @@ def _result_facts(sk: Skeleton, streak_limit: int) -> _ResultFacts:
     seen: dict[tuple[str, str], int] = {}
     useful_by_step: dict[int, bool] = {}
     ends, steps = sk.ends, sk.steps
-    for i, n in enumerate(sk.result_count):
-        if not n:
-            continue
+    # Only messages with results are visited (picked in C).
+    for i in compress(range(len(sk.result_count)), sk.result_count):
         step = bisect.bisect_right(ends, i)
         if step >= steps:
             continue
@@ -355,7 +362,7 @@ def _ending(sim: Simulation, typical_steps: int | None) -> list[Problem]:
                 f"({share:.0%}): check it finished its task",
             )
         )
-    steps = sum(1 for r in sk.responses if r is not None)
+    steps = len(sk.responses) - sk.responses.count(None)
     if not sk.final_answer and steps >= 10 and (steps % 10 == 0 or steps % 25 == 0):
         typical = typical_steps or steps
         out.append(

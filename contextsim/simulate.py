@@ -77,7 +77,7 @@ class Simulation:
     @property
     def completed(self) -> bool:
         """No request was rejected."""
-        return not any(r.rejected for r in self.records)
+        return not any(map(attrgetter("rejected"), self.records))
 
     def dispositions(self, step: int) -> str:
         return self.accountant.dispositions(self.records[step].plan)
