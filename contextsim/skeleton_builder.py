@@ -21,6 +21,7 @@ from contextsim.estimators import MESSAGE_OVERHEAD, Estimator, count_message
 from contextsim.langchain_form import LangChainForms, client_calls
 from contextsim.memo import grown
 from contextsim.model import Message, Run, ThinkingPart, Usage
+from contextsim.redaction import counted_text
 from contextsim.skeleton import KIND_INDEX, PREVIEW_LINES, STUB_MIN_CHARS, Skeleton
 from contextsim.stubs import render_tool_stub
 
@@ -149,6 +150,11 @@ class SkeletonBuilder:
         found_stub = any(stubs)
         self.stub_chars.append(tuple(len(t) for t in stubs) if found_stub else ())
         previews = [preview_text(r.text) for r in results]
+        # A message of short results only: their previews are all it counts, so its
+        # preview tokens are its tokens (counting them again was a fifth of an import).
+        whole = len(results) == len(message.parts) and all(
+            p is r.text and counted_text(p) is p for p, r in zip(previews, results, strict=True)
+        )
         arguments = [c.arguments for c in client_calls(message)]
         thoughts = [p.text for p in message.parts if isinstance(p, ThinkingPart)]
         for estimator in self.estimators:
@@ -161,7 +167,11 @@ class SkeletonBuilder:
                 else 0
             )
             counted.previews.append(
-                MESSAGE_OVERHEAD + sum(estimator.count(p) for p in previews) if results else 0
+                0
+                if not results
+                else tokens
+                if whole
+                else MESSAGE_OVERHEAD + sum(estimator.count(p) for p in previews)
             )
             counted.stubs.append(tuple(estimator.count(t) for t in stubs) if found_stub else ())
             counted.arguments.append(tuple(estimator.count(a) for a in arguments))

@@ -88,6 +88,10 @@ class Job(models.Model):
         abstract = True
 
 
+SHOWN_STAGES = ("indexing", "counting")
+"""The stages of an import job whose runs are shown (ImportJob.stage)."""
+
+
 class ImportJob(Job):
     """The import of one upload, run in the request for small files or by a worker."""
 
@@ -108,10 +112,16 @@ class ImportJob(Job):
     """Import even though the same file was imported before (the person asked)."""
     stage = models.CharField(max_length=10, blank=True)
     """While running: "reading" the file, "writing" its messages, "finishing" (their
-    skeletons), "counting" them with the slow estimators once its runs are shown
-    (messages_written then counts those)."""
+    skeletons); once its runs are shown, "indexing" their text for search, then
+    "counting" them with the slow estimators (messages_written then counts those)."""
     messages_written = models.PositiveIntegerField(default=0)
     messages_total = models.PositiveIntegerField(default=0)
+
+    @property
+    def browsable(self) -> bool:
+        """Its runs can be browsed: done, or shown and being indexed or counted."""
+        running = self.status == self.Status.RUNNING
+        return self.status == self.Status.DONE or (running and self.stage in SHOWN_STAGES)
 
 
 class ReadyRuns(models.Manager["Run"]):

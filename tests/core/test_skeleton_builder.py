@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.synthetic import long_run
-from contextsim.estimators import ESTIMATORS
+from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart, request_bounds
-from contextsim.skeleton_builder import SkeletonBuilder, build
+from contextsim.skeleton_builder import SkeletonBuilder, build, preview_text
 from tests.core.histories import histories
 
 FAST = [ESTIMATORS[n] for n in ("chars4", "script", "calibrated-o200k")]
@@ -65,3 +65,41 @@ def test_its_requests_are_the_models_request_bounds_at_every_length(run, data):
         assert sk.ends == tuple(e for e, _ in bounds)
         assert sk.responses == tuple(r for _, r in bounds)
         assert sk.usage == tuple(None if r is None else run.messages[r].usage for _, r in bounds)
+
+
+RESULT_TEXTS = st.sampled_from(
+    [
+        "short output",
+        "один результат 结果",
+        "\n".join(f"line {i} of a long file" for i in range(40)),  # previewed: cut
+        "[REDACTED_OUTPUT len=5000 sha=ab12]",  # counted as 5,000 characters, not previewed
+        "",
+    ]
+)
+
+
+@st.composite
+def result_messages(draw: st.DrawFn) -> Message:
+    """A message of tool results, sometimes with a text part beside them."""
+    parts: list[TextPart | ToolResultPart] = [
+        ToolResultPart(f"c{i}", draw(RESULT_TEXTS)) for i in range(draw(st.integers(1, 3)))
+    ]
+    if draw(st.booleans()):
+        parts.insert(draw(st.integers(0, len(parts))), TextPart("and a note " * 9))
+    return Message(draw(st.sampled_from(["user", "tool"])), tuple(parts))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(result_messages(), min_size=1, max_size=6))
+def test_preview_tokens_are_the_previews_counted_plus_the_message_overhead(messages):
+    run = Run("r", tuple(messages))
+    estimators = [*FAST, ESTIMATORS["calibrated-cl100k"]]
+    builder = SkeletonBuilder(estimators)
+    builder.add(run.messages)
+    built = builder.finish(run)
+    for e in estimators:
+        expected = tuple(
+            MESSAGE_OVERHEAD + sum(e.count(preview_text(r.text)) for r in m.tool_results)
+            for m in messages
+        )
+        assert built[e.name].preview_tokens == expected

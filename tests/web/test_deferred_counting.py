@@ -244,3 +244,33 @@ def test_counts_that_fail_after_the_runs_were_shown_leave_them_browsable(
     tokens = [count_message(m, ESTIMATORS["o200k"]) for m in stored_run(run).messages]
     rows = request_rows(run)
     assert [r.estimates["o200k"] for r in rows] == [sum(tokens[: r.history]) for r in rows]
+
+
+def test_a_run_is_shown_counted_by_its_first_estimator_and_by_every_other_after(
+    alice, alice_client, monkeypatch
+):
+    job = _upload(alice, MIXED)
+    seen: dict[str, object] = {}
+    real = counting.count_rest
+
+    def look_first(run, counted=lambda n: None):
+        seen["counts"] = list(Message.objects.filter(run=run).values_list("counts", flat=True))
+        # A fast estimator not counted yet is counted when asked for.
+        seen["rows"] = request_rows(run)
+        url = reverse("run", args=[run.public_id])
+        seen["page"] = alice_client.get(url, {"estimator": "script"}).status_code
+        real(run, counted)
+
+    monkeypatch.setattr(counting, "count_rest", look_first)
+    run = imports.run_import(job.pk).upload.runs.get()
+    assert all(set(counts) == {SHOWN_FIRST} for counts in seen["counts"])
+    messages = stored_run(run).messages
+    rows = seen["rows"]
+    assert isinstance(rows, list) and seen["page"] == 200
+    for row in rows:
+        sent = messages[: row.history]
+        assert row.estimates["script"] == sum(count_message(m, ESTIMATORS["script"]) for m in sent)
+        assert "o200k" not in row.estimates  # still counting: left out
+    stored = Message.objects.filter(run=run).order_by("index").values_list("counts", flat=True)
+    for message, counts in zip(messages, stored, strict=True):
+        assert counts == {n: count_message(message, e) for n, e in ESTIMATORS.items()}

@@ -22,7 +22,7 @@ from tests.web.test_import_service import NATIVE
 from webapp import tasks
 from webapp.derived import build_skeleton
 from webapp.models import ImportJob, Message, Run, RunSkeleton, Sweep, SweepCell
-from webapp.services import counting, imports, jobs, saving, sweeps
+from webapp.services import counting, imports, jobs, message_rows, saving, sweeps
 from webapp.services.sweeps import create_sweep
 
 pytestmark = pytest.mark.django_db
@@ -176,6 +176,7 @@ def test_a_run_still_being_imported_is_seen_by_no_page_search_or_api(alice, alic
     assert staged.public_id not in found
     saving.publish([staged], alice)
     assert alice_client.get(reverse("run", args=[staged.public_id])).status_code == 200
+    message_rows.index_run(staged.pk)  # what the import job does once the run is shown
     found = alice_client.get(reverse("runs"), {"q": "read the file"}).content.decode()
     assert staged.public_id in found
 

@@ -6,17 +6,20 @@ never found."""
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import sqlite3
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.web.test_import_service import import_bytes
-from webapp.models import Message, Run
+from webapp.models import ImportJob, Message, Run
+from webapp.services import imports, jobs, message_rows
 from webapp.services.message_rows import searchable
 
 pytestmark = pytest.mark.django_db
@@ -135,3 +138,64 @@ def test_the_text_written_to_the_index_is_what_the_former_trigger_took_from_the_
     db.execute("INSERT INTO m VALUES (?)", [json.dumps(parts)])
     (trigger_text,) = db.execute(f"SELECT ({search.SQLITE_TEXT.format(row='m')}) FROM m").fetchone()
     assert searchable(parts) == (trigger_text or "")
+
+
+def _index_rows(run: Run) -> tuple[int, int]:
+    """FTS rows of the run's messages, and how many distinct messages they are."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COUNT(*), COUNT(DISTINCT f.rowid) FROM webapp_message_fts f "
+            "JOIN webapp_message m ON m.id = f.rowid WHERE m.run_id = %s",
+            [run.pk],
+        )
+        found = cursor.fetchone()
+    return int(found[0]), int(found[1])
+
+
+def test_an_import_shows_its_run_before_indexing_its_text_and_search_says_so(
+    alice, alice_client, monkeypatch
+):
+    real = message_rows.index_run
+    seen: dict[str, str] = {}
+
+    def look_first(run_id, done=lambda n: None):
+        seen["during"] = _search(alice_client, "xylophone")
+        real(run_id, done)
+
+    monkeypatch.setattr(message_rows, "index_run", look_first)
+    import_bytes(alice, "a.json", _native("alpha", "the Xylophone report"))
+    run = Run.objects.get(title="alpha")
+    if connection.vendor == "sqlite":
+        # Shown, not searched yet: the page says which run is left out.
+        assert 'id="message-hits"' not in seen["during"]
+        note = seen["during"].split('id="unindexed"')[1].split("</p>")[0]
+        assert "still being indexed" in note and "alpha" in note
+        assert _index_rows(run) == (4, 4)
+    after = _search(alice_client, "xylophone")
+    assert "alpha · step 1, message #2" in after and 'id="unindexed"' not in after
+
+
+def test_a_worker_lost_while_indexing_leaves_each_message_indexed_once(alice, monkeypatch):
+    if connection.vendor != "sqlite":
+        pytest.skip("PostgreSQL's index is an expression kept by the database")
+    monkeypatch.setattr(message_rows, "INDEX_ROWS", 1)
+    real = message_rows.index_run
+
+    def lost_after_two(run_id, done=lambda n: None):
+        def then_lost(n: int) -> None:
+            if n == 2:
+                raise jobs.LeaseLost("the reaper gave it to another attempt")
+            done(n)
+
+        real(run_id, then_lost)
+
+    monkeypatch.setattr(message_rows, "index_run", lost_after_two)
+    job = imports.store_upload(alice, "a.json", io.BytesIO(_native("alpha", "the Xylophone")))
+    first = imports.run_import(job.pk)
+    assert first.status == ImportJob.Status.RUNNING and first.stage == "indexing"
+    run = Run.objects.get(title="alpha")
+    assert _index_rows(run) == (2, 2)
+    monkeypatch.setattr(message_rows, "index_run", real)
+    ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.QUEUED, lease_until=None)
+    assert imports.run_import(job.pk).status == ImportJob.Status.DONE
+    assert _index_rows(run) == (4, 4)

@@ -216,9 +216,12 @@ def test_an_import_finishes_once_after_its_worker_is_killed(environment, tmp_pat
     assert "queued as job" in out
     status = "SELECT status, attempts FROM webapp_importjob"
     first = Worker(env, tmp_path / "worker1.log")
+    writing = (
+        "SELECT COUNT(*) FROM webapp_importjob WHERE stage = 'writing' AND messages_written > 0"
+    )
     try:
-        _until("the import running", lambda: _rows(env, status)[0][0] == "running", 120, first)
-        time.sleep(1.0)  # into the parse
+        # Killed while it writes its messages, some of them written already.
+        _until("the import writing", lambda: _rows(env, writing)[0][0], 120, first)
         first.kill()
     finally:
         first.stop()

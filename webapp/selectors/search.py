@@ -16,7 +16,8 @@ from django.db import connection
 from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
-from webapp.models import Message, Run, Visibility
+from webapp.models import ImportJob, Message, Run, Visibility
+from webapp.selectors.runs import visible_runs
 from webapp.selectors.trace import message_text
 
 MAX_HITS = 50
@@ -64,6 +65,18 @@ def search_messages(user: AbstractBaseUser | AnonymousUser, query: str) -> list[
         .order_by("-run_id", "index")
     )
     return [MessageHit(m.run, m.index, m.step, _snippet(m, words)) for m in found]
+
+
+def unindexed_runs(user: AbstractBaseUser | AnonymousUser) -> list[Run]:
+    """Runs this person may see whose message text is still being indexed (a large
+    import just shown, webapp.services.imports): search finds none of their messages
+    until it is done. Only SQLite's index is filled after the rows are written."""
+    if connection.vendor != "sqlite":
+        return []
+    indexing = visible_runs(user).filter(
+        upload__job__status=ImportJob.Status.RUNNING, upload__job__stage="indexing"
+    )
+    return list(indexing.order_by("-pk")[:20])
 
 
 def _matching_ids(words: list[str], owner: int | None) -> list[int]:

@@ -27,8 +27,9 @@ from contextsim.formats import (
     pieces_of,
     whole_pieces,
 )
+from webapp import checkpoints
 from webapp.models import ImportJob, Run, Upload
-from webapp.services import counting, jobs, saving
+from webapp.services import counting, jobs, message_rows, saving
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +96,9 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
                     format=earlier.job.format,
                 )
                 return
-            shown = _write(job, attempt, hold, staged)
+            with checkpoints.beside():
+                shown = _write(job, attempt, hold, staged)
+        _index(job, shown, hold)
         _count(job, shown, hold)
         jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.DONE)
     except jobs.LeaseLost:
@@ -169,7 +172,7 @@ def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> 
             ImportJob,
             job.pk,
             attempt,
-            stage="counting",
+            stage="indexing",
             messages_written=0,
             shown=timezone.now(),
             **found,
@@ -177,10 +180,28 @@ def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> 
         return saving.publish(shown, upload.owner)
 
 
+def _index(job: ImportJob, shown: list[Run], hold: jobs.Hold) -> None:
+    """Index the text of the shown runs for search (message_rows.index_run), saying how
+    far it is on the job (stage "indexing": selectors.search says which runs are not
+    searched yet)."""
+    total = sum(run.message_count for run in shown)
+    before = 0
+    for run in shown:
+
+        def indexed(n: int, before: int = before) -> None:
+            hold.check()
+            _progress(job, "indexing", before + n, total)
+
+        indexed(0)
+        message_rows.index_run(run.pk, indexed)
+        before += run.message_count
+
+
 def _count(job: ImportJob, shown: list[Run], hold: jobs.Hold) -> None:
     """Count the shown runs by the slow estimators (webapp.services.counting), saying
     how far it is on the job."""
     total = sum(run.message_count for run in shown if run.counting)
+    _progress(job, "counting", 0, total)
     before = 0
     for run in shown:
         if not run.counting:

@@ -9,7 +9,7 @@ batch goes to the driver's executemany.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -76,15 +76,21 @@ def message_row(message: core.Message, estimators: dict[str, Estimator]) -> Mess
     )
 
 
-def insert_messages(run_id: int, start: int, rows: Sequence[MessageRow]) -> None:
+def insert_messages(
+    run_id: int, start: int, rows: Sequence[MessageRow], *, indexed: bool = True
+) -> None:
     """Write `rows` as messages `start`, `start + 1`... of run `run_id` (in the caller's
-    transaction), BATCH rows per statement."""
-    insert_batches([(run_id, start, rows)])
+    transaction), BATCH rows per statement; see insert_batches for `indexed`."""
+    insert_batches([(run_id, start, rows)], indexed=indexed)
 
 
-def insert_batches(batches: Sequence[tuple[int, int, Sequence[MessageRow]]]) -> None:
+def insert_batches(
+    batches: Sequence[tuple[int, int, Sequence[MessageRow]]], *, indexed: bool = True
+) -> None:
     """Write each (run id, start, rows) as messages `start`, `start + 1`... of that run
-    (in the caller's transaction), BATCH rows per statement whichever runs they are of."""
+    (in the caller's transaction), BATCH rows per statement whichever runs they are of.
+    On SQLite their text is added to the search index too, unless `indexed` is False:
+    then the caller indexes it later (`index_run`)."""
     ops = connection.ops
     meta = Message._meta
     columns = ("run", "index", *MessageRow._fields)
@@ -96,7 +102,7 @@ def insert_batches(batches: Sequence[tuple[int, int, Sequence[MessageRow]]]) -> 
     params: list[tuple[Any, ...]] = []
     texts: list[str] = []
     times: dict[datetime, Any] = {}
-    indexed = connection.vendor == "sqlite"
+    indexed = indexed and connection.vendor == "sqlite"
     with transaction.atomic(), connection.cursor() as cursor:
         before = _last_id(cursor) if indexed else 0
         for run_id, start, rows in batches:
@@ -139,11 +145,44 @@ def _index(cursor: Any, before: int, texts: list[str]) -> None:
     ids = [row[0] for row in cursor.fetchall()]
     if len(ids) != len(texts):
         raise RuntimeError(f"wrote {len(texts)} messages but found {len(ids)} new ones")
-    for first in range(0, len(ids), BATCH):
+    _add_to_index(cursor, list(zip(ids, texts, strict=True)))
+
+
+def _add_to_index(cursor: Any, rows: list[tuple[int, str]]) -> None:
+    """Index the text of messages given as (id, searchable text), BATCH per statement."""
+    for first in range(0, len(rows), BATCH):
         cursor.executemany(
             "INSERT INTO webapp_message_fts(rowid, body) VALUES (%s, %s)",
-            list(zip(ids[first : first + BATCH], texts[first : first + BATCH], strict=True)),
+            rows[first : first + BATCH],
         )
+
+
+INDEX_ROWS = 2_000
+"""Messages read and indexed per transaction by `index_run`."""
+
+
+def index_run(run_id: int, done: Callable[[int], None] = lambda n: None) -> None:
+    """Add the text of every message of run `run_id` written unindexed
+    (insert_batches with `indexed` False) to SQLite's full-text index, INDEX_ROWS
+    messages per short transaction; a message indexed already (by an attempt whose
+    worker was lost) is left as it is. `done` is told how many messages are done after
+    each batch (it may raise to stop). Nothing to do on PostgreSQL, whose index is an
+    expression over the rows, kept by the database."""
+    if connection.vendor != "sqlite":
+        return
+    rows = Message.objects.filter(run_id=run_id).order_by("pk").values_list("pk", "parts")
+    after, count = 0, 0
+    while batch := list(rows.filter(pk__gt=after)[:INDEX_ROWS]):
+        after, count = batch[-1][0], count + len(batch)
+        ids = [pk for pk, _ in batch]
+        marks = ", ".join(["%s"] * len(ids))
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SELECT rowid FROM webapp_message_fts WHERE rowid IN ({marks})", ids)
+            there = {row[0] for row in cursor.fetchall()}
+            _add_to_index(
+                cursor, [(pk, searchable(parts)) for pk, parts in batch if pk not in there]
+            )
+        done(count)
 
 
 UNSEARCHED = frozenset(("type", "id", "call_id", "media_type"))

@@ -178,19 +178,22 @@ def fill(stored: Run, run: core.Run, written: Callable[[int], None] = lambda n: 
 
 
 class Filling:
-    """A staged run written a batch of messages at a time: each batch counted by the
-    fast estimators, then written in its own short transaction (so the write lock never
-    grows with the file, and the batch can be let go), and fed to the skeleton it is
-    first shown with (estimators.SHOWN_FIRST; every estimator's when none is left to
-    count); `finish` writes the run's facts and that skeleton. The other skeletons are
-    built with the slow counts (webapp.services.counting) or when first shown."""
+    """A staged run written a batch of messages at a time: each batch counted, then
+    written in its own short transaction (so the write lock never grows with the file,
+    and the batch can be let go), and fed to the skeleton it is first shown with
+    (estimators.SHOWN_FIRST; every estimator's when none is left to count); `finish`
+    writes the run's facts and that skeleton. While slow counts are left to make
+    (`stored.counting`), only that first estimator counts here: the other fast ones
+    cost as much again as everything else before the run is browsable, and their
+    counts and skeletons are made with the slow ones (webapp.services.counting) or
+    when first shown (webapp.derived)."""
 
     def __init__(self, stored: Run) -> None:
         self.stored = stored
-        self.estimators = {n: e for n, e in ESTIMATORS.items() if n not in stored.counting}
-        first = SHOWN_FIRST if stored.counting and SHOWN_FIRST in self.estimators else None
-        built = [self.estimators[first]] if first else list(self.estimators.values())
-        self.builder = SkeletonBuilder(built)
+        fast = {n: e for n, e in ESTIMATORS.items() if n not in stored.counting}
+        first = SHOWN_FIRST if stored.counting and SHOWN_FIRST in fast else None
+        self.estimators = {first: fast[first]} if first else fast
+        self.builder = SkeletonBuilder(list(self.estimators.values()))
         self.figures = dict(NO_FIGURES)
 
     @property
@@ -202,7 +205,9 @@ class Filling:
         rows = [message_row(m, self.estimators) for m in messages]
         self.builder.add(messages, [row.content_hash for row in rows])
         with transaction.atomic():
-            insert_messages(self.stored.pk, start, rows)
+            # Its text is indexed for search once the run is shown (imports._index):
+            # indexing took a fifth of the time until then.
+            insert_messages(self.stored.pk, start, rows, indexed=False)
         self.figures = figures_after(self.figures, messages)
 
     def finish(self, facts: core.Run) -> None:

@@ -35,6 +35,7 @@ def runs_list(request: HttpRequest) -> HttpResponse:
         "tag": tag,
         "tags": runs.user_tags(request.user),
         "hits": search.search_messages(request.user, query) if query else [],
+        "unindexed": search.unindexed_runs(request.user) if query else [],
         "formats": runs.run_formats(request.user),
         "live_since": timezone.now() - runs.LIVE_FOR,
     }
