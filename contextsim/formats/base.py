@@ -179,7 +179,7 @@ def _records(path: str, stream: Iterable[bytes], warnings: list[str]) -> Iterato
         if number == 1 and raw.startswith(codecs.BOM_UTF8):
             raw = raw[len(codecs.BOM_UTF8) :]
         text = _decode_line(path, number, raw)
-        if not text.strip():
+        if not text or text.isspace():  # no copy of a long line, as strip() made
             continue
         if pending is not None:
             yield _parse_record(path, *pending, warnings)
