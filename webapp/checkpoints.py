@@ -31,14 +31,17 @@ def beside() -> Iterator[None]:
     if connection.vendor != "sqlite" or connection.is_in_memory_db():
         yield
         return
+    try:
+        db = sqlite3.connect(name, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error:  # the connection checkpoints as before
+        yield
+        return
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA wal_autocheckpoint")
         before = int(cursor.fetchone()[0])
         cursor.execute("PRAGMA wal_autocheckpoint=0")
     done = threading.Event()
-    thread = threading.Thread(
-        target=_checkpoints, args=(name, done), name="checkpoints", daemon=True
-    )
+    thread = threading.Thread(target=_checkpoints, args=(db, done), name="checkpoints", daemon=True)
     thread.start()
     try:
         yield
@@ -50,15 +53,14 @@ def beside() -> Iterator[None]:
                 cursor.execute(f"PRAGMA wal_autocheckpoint={before}")
 
 
-def _checkpoints(name: str, done: threading.Event) -> None:
-    """Passive checkpoints of database file `name` every EVERY seconds until `done`,
-    and one after."""
-    db = sqlite3.connect(name, isolation_level=None, check_same_thread=False)
+def _checkpoints(db: sqlite3.Connection, done: threading.Event) -> None:
+    """Passive checkpoints through `db` every EVERY seconds until `done`, and one
+    after; then `db` is closed."""
     try:
         while True:
             finished = done.wait(EVERY)
-            # Busy: the next one copies what this one did not.
-            with suppress(sqlite3.OperationalError):
+            # Busy or failed: the next one copies what this one did not.
+            with suppress(sqlite3.Error):
                 db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             if finished:
                 return

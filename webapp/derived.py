@@ -130,15 +130,28 @@ def _keep_counts(
     `known` (pk, content hash, counts; in index order, of the revision the skeleton was
     built from) that lack them: the real tokenizers' counts a live run left for later
     (message_rows.LIVE_COUNTED) or an import gave up on are made once, not again by
-    every process that builds the skeleton."""
+    every process that builds the skeleton. Call it in a transaction: the counts are
+    read again under the write lock, so those an import's counting stored meanwhile
+    (webapp.services.counting) are kept, not overwritten by the ones read before."""
     if len(known) != len(tokens):
         return  # not the messages the skeleton was built from
-    missing = [
-        (pk, {**counts, estimator: tokens[i]})
-        for i, (pk, _, counts) in enumerate(known)
-        if estimator not in counts
-    ]
-    update_rows([Message(pk=pk, counts=counts) for pk, counts in missing], ["counts"])
+    missing = {pk: tokens[i] for i, (pk, _, counts) in enumerate(known) if estimator not in counts}
+    ids = list(missing)
+    for first in range(0, len(ids), _LOCKED_READ):
+        rows = Message.objects.select_for_update().filter(pk__in=ids[first : first + _LOCKED_READ])
+        update_rows(
+            [
+                Message(pk=pk, counts={**counts, estimator: missing[pk]})
+                for pk, counts in rows.values_list("pk", "counts")
+                if estimator not in counts
+            ],
+            ["counts"],
+        )
+
+
+_LOCKED_READ = 5_000
+"""Messages read again per statement by `_keep_counts` (SQLite's limit of bound values
+is 32,766)."""
 
 
 _BUILDERS: OrderedDict[tuple[str, str], tuple[int, str, SkeletonBuilder]] = OrderedDict()

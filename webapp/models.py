@@ -101,8 +101,9 @@ class ImportJob(Job):
     format = models.CharField(max_length=30, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     shown = models.DateTimeField(null=True, blank=True)
-    """When its runs could be browsed: written and counted by the fast estimators (the
-    slow ones count after, stage "counting")."""
+    """When its runs could be browsed: written and counted by the estimator they are
+    first shown with (their text is indexed after, stage "indexing", and the other
+    estimators count after that, stage "counting")."""
     duplicate_of = models.ForeignKey(
         "Upload", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -44,13 +44,16 @@ def queue_sweep(sweep: Sweep) -> None:
 
 @shared_task
 def reap_jobs() -> None:
-    """Send again the jobs whose worker or task was lost (webapp.services.jobs.reap);
-    run every half lease by celery beat (`serve` runs it inside its worker)."""
+    """Send again the jobs whose worker or task was lost (webapp.services.jobs.reap),
+    and index the text an import that ended early left unindexed
+    (imports.index_left); run every half lease by celery beat (`serve` runs it inside
+    its worker)."""
     found = jobs.reap(queue_empty=_queue_empty())
     for job_id in found.imports:
         import_upload.delay(job_id)
     for cell_id in found.cells:
         run_sweep_cell.delay(cell_id)
+    imports.index_left()
 
 
 def _queue_empty(app: Celery = current_app) -> bool:

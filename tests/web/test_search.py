@@ -199,3 +199,26 @@ def test_a_worker_lost_while_indexing_leaves_each_message_indexed_once(alice, mo
     ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.QUEUED, lease_until=None)
     assert imports.run_import(job.pk).status == ImportJob.Status.DONE
     assert _index_rows(run) == (4, 4)
+
+
+def test_text_left_unindexed_by_a_failed_import_is_indexed_by_the_reaper_pass(
+    alice, alice_client, monkeypatch
+):
+    if connection.vendor != "sqlite":
+        pytest.skip("PostgreSQL's index is an expression kept by the database")
+    real = message_rows.index_run
+
+    def fails(run_id, done=lambda n: None):
+        raise RuntimeError("disk I/O error")
+
+    monkeypatch.setattr(message_rows, "index_run", fails)
+    job = import_bytes(alice, "a.json", _native("alpha", "the Xylophone report"))
+    assert job.status == ImportJob.Status.DONE
+    assert any("not found by search" in w for w in job.warnings)
+    page = _search(alice_client, "xylophone")
+    assert 'id="message-hits"' not in page and "alpha" in page.split('id="unindexed"')[1]
+    monkeypatch.setattr(message_rows, "index_run", real)
+    assert imports.index_left() == 1
+    assert imports.index_left() == 0  # nothing left
+    page = _search(alice_client, "xylophone")
+    assert "alpha · step 1, message #2" in page and 'id="unindexed"' not in page

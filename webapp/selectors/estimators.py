@@ -54,7 +54,8 @@ def request_rows(run: Run) -> list[RequestRow]:
     are made (sums of the counts stored with the messages; an estimator whose counts a
     live run left for later, message_rows.LIVE_COUNTED, or an import gave up on counts
     the run now through its skeleton, which stores them with the messages) beside the
-    measured context when the log has it."""
+    measured context when the log has it. Those an import is still counting
+    (Run.counting) are left out."""
     rows = list(
         Message.objects.filter(run=run)
         .order_by("index")

@@ -16,7 +16,7 @@ from django.db import connection
 from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
-from webapp.models import ImportJob, Message, Run, Visibility
+from webapp.models import Message, Run, Visibility
 from webapp.selectors.runs import visible_runs
 from webapp.selectors.trace import message_text
 
@@ -68,15 +68,13 @@ def search_messages(user: AbstractBaseUser | AnonymousUser, query: str) -> list[
 
 
 def unindexed_runs(user: AbstractBaseUser | AnonymousUser) -> list[Run]:
-    """Runs this person may see whose message text is still being indexed (a large
-    import just shown, webapp.services.imports): search finds none of their messages
-    until it is done. Only SQLite's index is filled after the rows are written."""
+    """Runs this person may see whose message text is not indexed yet (an import just
+    shown, webapp.services.imports, or one that stopped before its text was indexed,
+    left to imports.index_left): search finds none of their messages until it is.
+    Only SQLite's index is filled after the rows are written."""
     if connection.vendor != "sqlite":
         return []
-    indexing = visible_runs(user).filter(
-        upload__job__status=ImportJob.Status.RUNNING, upload__job__stage="indexing"
-    )
-    return list(indexing.order_by("-pk")[:20])
+    return list(visible_runs(user).filter(upload__job__stage="indexing").order_by("-pk")[:20])
 
 
 def _matching_ids(words: list[str], owner: int | None) -> list[int]:

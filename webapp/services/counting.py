@@ -1,5 +1,6 @@
-"""Counting a shown run's messages with the real tokenizers (estimators.SLOW) after its
-import made it browsable with the fast estimators, and keeping their skeletons.
+"""Counting a shown run's messages with the estimators its import left to count
+(Run.counting: the real tokenizers, estimators.SLOW, and the fast ones but the one it
+was first shown with) once the import made it browsable, and keeping their skeletons.
 
 The messages are read back from the database a batch at a time, so the file's runs are
 not held while the tokenizers' tables are; each batch's counts are written in their own
@@ -76,8 +77,13 @@ def count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> Non
 
 
 def give_up(upload: Upload, why: str) -> list[str]:
-    """Leave the slow counts of the upload's shown runs to be made when first shown
-    (webapp.derived builds what is missing), saying `why`: the job's warnings with it."""
+    """Leave the counts still to make of the upload's shown runs to be made when first
+    shown (webapp.derived builds what is missing), saying `why`: the job's warnings
+    with it, and that their text is not searched yet when the import stopped while
+    indexing it (webapp.services.imports.index_left indexes it later)."""
     Run.objects.filter(upload=upload).update(counting=[])
-    warnings = ImportJob.objects.values_list("warnings", flat=True).get(upload=upload)
-    return [*warnings, f"{why}: the tokenizers' counts are made when first shown"]
+    job = ImportJob.objects.values_list("warnings", "stage").get(upload=upload)
+    said = [*job[0], f"{why}: the other estimators' counts are made when first shown"]
+    if job[1] == "indexing":
+        said.append("their messages are not found by search until their text is indexed")
+    return said

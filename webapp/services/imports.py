@@ -111,7 +111,8 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
         # Never leave a job "running" forever: say it failed, keep the details in the log.
         logger.exception("import of upload %s failed", upload.pk)
         if shown:
-            # Shown already, and browsable: only the tokenizers' counts are missing.
+            # Shown already, and browsable: counts (and maybe the search index) are
+            # missing, made when first needed (and by index_left).
             _counts_left(job, attempt, upload)
             return
         saving.drop(staged)
@@ -120,18 +121,19 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
 
 
 def _counts_left(job: ImportJob, attempt: int, upload: Upload) -> None:
-    """The import of runs shown whose slow counts failed: done, saying so; their
-    skeletons for those estimators are built when first shown."""
-    warnings = counting.give_up(upload, "the tokenizers' counts failed (see the server log)")
+    """The import of runs shown that failed while indexing or counting them: done,
+    saying so; their skeletons for the estimators left are built when first shown."""
+    warnings = counting.give_up(upload, "the import stopped after its runs were shown")
     jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.DONE, warnings=warnings)
 
 
 def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> list[Run]:
     """Read the upload a piece at a time (contextsim.formats.pieces_of: a big native
     document is parsed as it is written, never held whole), write its runs counted by
-    the fast estimators (staged: unseen), and show them, with the job's format and
-    warnings, in one short transaction: from then on they are browsable, while their
-    slow counts are made (`_count`)."""
+    the estimator they are first shown with (staged: unseen, saving.begin), and show
+    them, with the job's format and warnings, in one short transaction: from then on
+    they are browsable, while their text is indexed (`_index`) and their other counts
+    are made (`_count`)."""
     upload = job.upload
     _progress(job, "reading")
     fillings: dict[int, saving.Filling] = {}
@@ -195,6 +197,20 @@ def _index(job: ImportJob, shown: list[Run], hold: jobs.Hold) -> None:
         indexed(0)
         message_rows.index_run(run.pk, indexed)
         before += run.message_count
+
+
+def index_left() -> int:
+    """Index the text of the runs of one import that ended before it was (its job done
+    in stage "indexing": indexing failed, or its workers were lost while it ran), as
+    the reaper passes (webapp.tasks.reap_jobs); returns how many runs were indexed."""
+    job = ImportJob.objects.filter(status=ImportJob.Status.DONE, stage="indexing").first()
+    if job is None:
+        return 0
+    runs = list(Run.objects.filter(upload_id=job.upload_id).values_list("pk", flat=True))
+    for run_id in runs:
+        message_rows.index_run(run_id)
+    ImportJob.objects.filter(pk=job.pk, stage="indexing").update(stage="")
+    return len(runs)
 
 
 def _count(job: ImportJob, shown: list[Run], hold: jobs.Hold) -> None:

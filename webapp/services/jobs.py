@@ -238,8 +238,8 @@ def reap(*, queue_empty: bool, now: datetime | None = None) -> Reaped:
 
 def _shown_anyway(upload: Upload) -> None:
     """An import failed by the reaper after its runs were shown (its workers were lost
-    while counting with the slow estimators) imported them: say so, and leave their
-    slow counts to be made when first shown."""
+    while indexing or counting them) imported them: say so, and leave their counts to
+    be made when first shown (and their text, if not indexed, to imports.index_left)."""
     if not Run.objects.filter(upload=upload).exists():
         return
     job = ImportJob.objects.get(upload=upload)

@@ -172,16 +172,21 @@ def index_run(run_id: int, done: Callable[[int], None] = lambda n: None) -> None
         return
     rows = Message.objects.filter(run_id=run_id).order_by("pk").values_list("pk", "parts")
     after, count = 0, 0
-    while batch := list(rows.filter(pk__gt=after)[:INDEX_ROWS]):
-        after, count = batch[-1][0], count + len(batch)
-        ids = [pk for pk, _ in batch]
-        marks = ", ".join(["%s"] * len(ids))
+    while True:
+        # Read in the write transaction: a message deleted meanwhile (its run deleted)
+        # leaves no row in the index.
         with transaction.atomic(), connection.cursor() as cursor:
+            batch = list(rows.filter(pk__gt=after)[:INDEX_ROWS])
+            if not batch:
+                return
+            ids = [pk for pk, _ in batch]
+            marks = ", ".join(["%s"] * len(ids))
             cursor.execute(f"SELECT rowid FROM webapp_message_fts WHERE rowid IN ({marks})", ids)
             there = {row[0] for row in cursor.fetchall()}
             _add_to_index(
                 cursor, [(pk, searchable(parts)) for pk, parts in batch if pk not in there]
             )
+        after, count = ids[-1], count + len(batch)
         done(count)
 
 

@@ -5,11 +5,11 @@ Counting and building take most of an import's time and on SQLite one writer at 
 holds the database, so no transaction waits on counting. A small input is counted first
 (`prepare`) and written in one transaction (`write`, `save_parsed`). An upload is
 staged (`begin`, `fill`): its run, unseen, gets its messages a batch at a time, each batch
-counted by the fast estimators and then written in its own short transaction; one last
-short transaction shows it (`publish`). The real tokenizers' counts (estimators.SLOW),
-most of the time of a large import, are made after it is shown, by
-webapp.services.counting. A long import never keeps an append or a sign-in waiting past
-the busy timeout.
+counted by the estimator it is first shown with and then written in its own short
+transaction; one last short transaction shows it (`publish`). The other estimators'
+counts, the real tokenizers' (estimators.SLOW) most of the time of a large import, are
+made after it is shown, by webapp.services.counting. A long import never keeps an
+append or a sign-in waiting past the busy timeout.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from django.db import transaction
 
 from contextsim import model as core
 from contextsim import skeleton
-from contextsim.estimators import ESTIMATORS, SHOWN_FIRST, SLOW
+from contextsim.estimators import ESTIMATORS, SHOWN_FIRST
 from contextsim.formats import ParsedFile
 from contextsim.skeleton_builder import SkeletonBuilder
 from webapp.models import Message, Run, RunSkeleton, Upload, Visibility
@@ -159,10 +159,14 @@ def begin(
 ) -> Run:
     """The row of `run` (or of a run whose facts come at the end, `Filling.finish`) as a
     run nobody sees yet (`ready` False), its messages still to be written (`fill`, or
-    `Filling`). `publish` shows it; a failed import deletes it (`drop`). Its slow
-    estimators' counts are left to webapp.services.counting (`counting`)."""
+    `Filling`). `publish` shows it; a failed import deletes it (`drop`). Its messages
+    are counted by the estimator it is first shown with (estimators.SHOWN_FIRST); every
+    other estimator's counts are left to webapp.services.counting (`counting`): the
+    real tokenizers are most of a large import's time, and the other fast ones cost as
+    much again as everything else before the run can be browsed."""
     facts = run if run is not None else core.Run(title="importing…", messages=())
-    return _create(facts, owner, upload, Visibility.PRIVATE, "", ready=False, counting=SLOW)
+    later = [name for name in ESTIMATORS if name != SHOWN_FIRST]
+    return _create(facts, owner, upload, Visibility.PRIVATE, "", ready=False, counting=later)
 
 
 def fill(stored: Run, run: core.Run, written: Callable[[int], None] = lambda n: None) -> None:
@@ -178,21 +182,16 @@ def fill(stored: Run, run: core.Run, written: Callable[[int], None] = lambda n: 
 
 
 class Filling:
-    """A staged run written a batch of messages at a time: each batch counted, then
+    """A staged run written a batch of messages at a time: each batch counted by the
+    estimators not left to count later (`begin`: the one it is first shown with), then
     written in its own short transaction (so the write lock never grows with the file,
-    and the batch can be let go), and fed to the skeleton it is first shown with
-    (estimators.SHOWN_FIRST; every estimator's when none is left to count); `finish`
-    writes the run's facts and that skeleton. While slow counts are left to make
-    (`stored.counting`), only that first estimator counts here: the other fast ones
-    cost as much again as everything else before the run is browsable, and their
-    counts and skeletons are made with the slow ones (webapp.services.counting) or
-    when first shown (webapp.derived)."""
+    and the batch can be let go), and fed to their skeletons; `finish` writes the
+    run's facts and those skeletons. The others are made with the counts left to make
+    (webapp.services.counting) or when first shown (webapp.derived)."""
 
     def __init__(self, stored: Run) -> None:
         self.stored = stored
-        fast = {n: e for n, e in ESTIMATORS.items() if n not in stored.counting}
-        first = SHOWN_FIRST if stored.counting and SHOWN_FIRST in fast else None
-        self.estimators = {first: fast[first]} if first else fast
+        self.estimators = {n: e for n, e in ESTIMATORS.items() if n not in stored.counting}
         self.builder = SkeletonBuilder(list(self.estimators.values()))
         self.figures = dict(NO_FIGURES)
 
