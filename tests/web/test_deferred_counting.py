@@ -40,24 +40,33 @@ def _upload(owner, data) -> ImportJob:
     return imports.store_upload(owner, "log.json", BytesIO(json.dumps(data).encode()))
 
 
+def _imported_looking_first(owner, data, monkeypatch, look) -> ImportJob:
+    """The import of `data`, `look(run)` called for each run once it is shown and
+    before the estimators left count it."""
+    real = counting.count_rest
+
+    def first(run, counted=lambda n: None):
+        look(run)
+        real(run, counted)
+
+    monkeypatch.setattr(counting, "count_rest", first)
+    return imports.run_import(_upload(owner, data).pk)
+
+
 def test_the_dashboard_shows_the_calibrated_stand_in_while_the_tokenizers_count(
     alice, alice_client, monkeypatch
 ):
-    job = _upload(alice, MIXED)
     seen: dict[str, str] = {}
-    real = counting.count_rest
 
-    def look_first(run, counted=lambda n: None):
+    def look(run):
         built = RunSkeleton.objects.filter(run=run).values_list("estimator", flat=True)
         seen["built"] = set(built)
         seen["during"] = alice_client.get(reverse("run", args=[run.public_id])).content.decode()
         seen["requests"] = alice_client.get(
             reverse("run-requests", args=[run.public_id])
         ).content.decode()
-        real(run, counted)
 
-    monkeypatch.setattr(counting, "count_rest", look_first)
-    done = imports.run_import(job.pk)
+    done = _imported_looking_first(alice, MIXED, monkeypatch, look)
     assert done.status == ImportJob.Status.DONE and done.shown is not None
     run = done.upload.runs.get()
     during = seen["during"]
@@ -251,20 +260,16 @@ def test_counts_that_fail_after_the_runs_were_shown_leave_them_browsable(
 def test_a_run_is_shown_counted_by_its_first_estimator_and_by_every_other_after(
     alice, alice_client, monkeypatch
 ):
-    job = _upload(alice, MIXED)
     seen: dict[str, object] = {}
-    real = counting.count_rest
 
-    def look_first(run, counted=lambda n: None):
+    def look(run):
         seen["counts"] = list(Message.objects.filter(run=run).values_list("counts", flat=True))
         # A fast estimator not counted yet is counted when its dashboard is asked for.
         seen["rows"] = request_rows(run)
         url = reverse("run", args=[run.public_id])
         seen["page"] = alice_client.get(url, {"estimator": "script"}).status_code
-        real(run, counted)
 
-    monkeypatch.setattr(counting, "count_rest", look_first)
-    run = imports.run_import(job.pk).upload.runs.get()
+    run = _imported_looking_first(alice, MIXED, monkeypatch, look).upload.runs.get()
     assert all(set(counts) == {SHOWN_FIRST} for counts in seen["counts"])
     messages = stored_run(run).messages
     rows = seen["rows"]
