@@ -89,6 +89,8 @@ class SkeletonBuilder:
         self._last: Message | None = None
         self._finished: dict[str, weakref.ref[Skeleton]] = {}
         self._usage: list[Usage | None] = []
+        """The usage of each assistant message, in order: the requests' (their ends are
+        `_answered`), kept as they come rather than picked out at every finish."""
         self.kinds: list[int] = []
         self.roles: list[str] = []
         self.chars: list[int] = []
@@ -177,7 +179,7 @@ class SkeletonBuilder:
             counted.arguments.append(tuple(estimator.count(a) for a in arguments))
         if message.role == "assistant":
             self._answered.append(i)
-        self._usage.append(message.usage if message.role == "assistant" else None)
+            self._usage.append(message.usage)
         self._last = message
 
     def finish(self, run: Run) -> dict[str, Skeleton]:
@@ -189,7 +191,7 @@ class SkeletonBuilder:
         # model.request_bounds, from the assistant messages noted as they came.
         ends = tuple(self._answered)
         responses: tuple[int | None, ...] = ends
-        usage = tuple(map(self._usage.__getitem__, self._answered))
+        usage = tuple(self._usage)
         if self.roles and self.roles[-1] != "assistant":
             ends, responses, usage = (*ends, self.size), (*responses, None), (*usage, None)
         shared = {
