@@ -299,6 +299,7 @@ def test_the_upload_page_shows_how_far_a_running_import_is(alice, alice_client, 
     assert "Reading the file…" in seen[0]
     assert any("Reading, counting and saving messages: 2 so far…" in page for page in seen)
     assert any("Saving the skeletons…" in page for page in seen)
+    assert any("Indexing the text for search: 0 of 5 messages…" in page for page in seen)
     # Shown before the tokenizers count: its run is a link while they do.
     counting = [page for page in seen if "Counting tokens with the real tokenizers" in page]
     assert counting and all("ready to browse" in page for page in counting)

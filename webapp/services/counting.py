@@ -24,8 +24,8 @@ from webapp.services.saving import STAGE_ROWS
 
 def count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> None:
     """Count every message of `run` by each estimator in `run.counting`, store the
-    counts and those estimators' skeletons (and the counts and skeletons of the others
-    that the import left to make), then clear `run.counting`. `counted` is
+    counts and those estimators' skeletons (and the skeletons of the others that the
+    import left to build), then clear `run.counting`. `counted` is
     told how many messages are done before each batch and at the end (it may raise to
     stop: a job that lost its lease)."""
     names = [n for n in run.counting if n in ESTIMATORS]
@@ -38,9 +38,6 @@ def count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> Non
     built = set(RunSkeleton.objects.filter(run=run).values_list("estimator", flat=True))
     later = [n for n in ESTIMATORS if n not in names and n not in built]
     builder = SkeletonBuilder([ESTIMATORS[n] for n in [*names, *later]])
-    # Stored with the messages: the slow counts, and the fast ones the import left
-    # (saving.Filling counts only what the run is first shown with).
-    kept = [*names, *later]
     rows = Message.objects.filter(run=run).order_by("index")
     after = -1
     while True:
@@ -57,10 +54,9 @@ def count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> Non
         builder.add(messages, keys)
         updates = []
         for (pk, counts, *_), message, key in zip(batch, messages, keys, strict=True):
-            if all(n in counts for n in kept):
+            if all(n in counts for n in names):
                 continue
-            # Counted already by the builder (memoized): only looked up here.
-            fresh = {n: count_message(message, ESTIMATORS[n], key) for n in kept}
+            fresh = {n: count_message(message, ESTIMATORS[n], key) for n in names}
             updates.append(Message(pk=pk, counts={**counts, **fresh}))
         with transaction.atomic():
             Message.objects.bulk_update(updates, ["counts"], batch_size=BATCH)
