@@ -28,6 +28,12 @@ def per_skeleton(skeleton: Any, key: Hashable, build: Callable[[], T]) -> T:
     return value
 
 
+def kept(skeleton: Any, key: Hashable) -> Any:
+    """What is kept under (skeleton, key), or None."""
+    found = _MEMO.get((id(skeleton), key))
+    return found[1] if found is not None and found[0]() is skeleton else None
+
+
 def remember(skeleton: Any, key: Hashable, value: Any) -> None:
     """Keep `value` under (skeleton, key) while the skeleton is alive, in place of what
     was kept there."""

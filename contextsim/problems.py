@@ -4,14 +4,14 @@ a one-line explanation a person can act on."""
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import compress, pairwise, repeat
-from operator import attrgetter, mul, ne
+from itertools import compress
+from operator import attrgetter
 
 from contextsim.accounting import Accountant
 from contextsim.memo import earlier, per_skeleton, remember
-from contextsim.simulate import REPLAY, Simulation, StepRecord, compaction_steps
+from contextsim.record_columns import columns, shared
+from contextsim.simulate import REPLAY, Simulation, compaction_steps
 from contextsim.skeleton import Skeleton
 
 KINDS = (
@@ -76,7 +76,7 @@ def _by_record(sim: Simulation, reference: tuple[int, ...] | None) -> list[Probl
     terms = None if rec is None else (rec.scale, rec.overhead, rec.later)
     key = (sim.budget, sim.hard_limit, terms)
     before = earlier(sim.skeleton, _BY_RECORD)
-    keep = _shared(before[1], sim.records) if before is not None and before[0] == key else 0
+    keep = shared(before[1], sim.records) if before is not None and before[0] == key else 0
     kept = [p for p in before[2] if p.step < keep] if before is not None and keep else []
     found = sorted(
         [*_underestimates(sim, None, keep), *_cache_breaks(sim, keep)], key=attrgetter("step")
@@ -84,41 +84,6 @@ def _by_record(sim: Simulation, reference: tuple[int, ...] | None) -> list[Probl
     problems = kept + found
     remember(sim.skeleton, _BY_RECORD, (key, sim.records, problems))
     return problems
-
-
-def _shared(old: tuple[StepRecord, ...], new: tuple[StepRecord, ...]) -> int:
-    """How many leading records `new` took over from `old` (the same objects): records
-    are taken over as a prefix, so this is found by bisection."""
-    low, high = 0, min(len(old), len(new))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if new[middle - 1] is old[middle - 1]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-LIMIT_KINDS = ("", "over_budget", "rejected")
-"""A request's limit flag by code: 0 neither, 1 over budget, 2 rejected."""
-
-
-def _limit_streaks(records: Sequence[StepRecord]) -> list[tuple[int, int, str]]:
-    """(first, last, kind) of each run of consecutive rejected (or over-budget)
-    requests. Found in C from where the flag changes: a long run over its budget is
-    one streak whichever its length."""
-    if not records:
-        return []
-    rejected = map(attrgetter("rejected"), records)
-    over = map(attrgetter("over_budget"), records)
-    codes = list(map(max, map(mul, rejected, repeat(2)), over))
-    changes = compress(range(1, len(codes)), map(ne, codes[1:], codes))
-    starts = [0, *changes, len(codes)]
-    return [
-        (first, end - 1, LIMIT_KINDS[codes[first]])
-        for first, end in pairwise(starts)
-        if codes[first]
-    ]
 
 
 def _until(first: int, last: int) -> str:
@@ -129,7 +94,7 @@ def _limits(sim: Simulation) -> list[Problem]:
     """One problem per streak of rejected (or over-budget) requests, at its first step:
     a run that stays over the limit for 5,000 requests has one thing to fix, not 5,000."""
     out = []
-    for first, last, kind in _limit_streaks(sim.records):
+    for first, last, kind in columns(sim).streaks:
         r = sim.records[first]
         if kind == "rejected":
             detail = (

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from operator import attrgetter
 from typing import Any
 
 from contextsim.demo import DEMOS, demo_runs
 from contextsim.formats import FormatError, parse_path
 from contextsim.model import Run
 from contextsim.problems import Problem
+from contextsim.record_columns import columns
 from contextsim.simulate import Simulation
 
 
@@ -30,6 +29,9 @@ def simulation_summary(
     """The figures of one (run, policy) pair; with `steps`, one record per request;
     problems listed unless None."""
     records = sim.records
+    # Running totals, taken over from the run a live run grew from: its dashboard
+    # summarises every request per view.
+    totals = columns(sim)
     out: dict[str, Any] = {
         "title": sim.skeleton.title,
         "policy": sim.policy,
@@ -37,15 +39,14 @@ def simulation_summary(
         "budget": sim.budget,
         "hard_limit": sim.hard_limit,
         "steps": len(records),
-        # Column sums in C: a live run's dashboard summarises every request per view.
-        "rejected_steps": sum(map(attrgetter("rejected"), records)),
-        "over_budget_steps": sum(map(attrgetter("over_budget"), records)),
-        "peak_sent": max(map(attrgetter("sent"), records), default=0),
-        "total_sent": sum(map(attrgetter("sent"), records)),
-        "cached_tokens": sum(map(attrgetter("cached"), records)),
-        "cost": round(sum(map(attrgetter("cost"), records)), 6),
-        "completed": sim.completed,
-        "stages": _stage_counts(sim),
+        "rejected_steps": totals.rejected_sums[-1],
+        "over_budget_steps": totals.over_sums[-1],
+        "peak_sent": totals.peaks[-1],
+        "total_sent": totals.sent_sums[-1],
+        "cached_tokens": totals.cached_sums[-1],
+        "cost": round(totals.cost_sums[-1], 6),
+        "completed": not totals.rejected_sums[-1],
+        "stages": dict(totals.stage_counts),
         "problems": [
             {"step": p.step, "kind": p.kind, "severity": p.severity, "detail": p.detail}
             for p in problems or ()
@@ -66,10 +67,6 @@ def simulation_summary(
             for r in records
         ]
     return out
-
-
-def _stage_counts(sim: Simulation) -> dict[str, int]:
-    return dict(Counter(map(attrgetter("stage"), sim.records)))
 
 
 def readable(summary: dict[str, Any]) -> list[str]:

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from contextsim.estimators import ESTIMATORS
 from contextsim.model import (
     Compaction,
@@ -17,7 +12,7 @@ from contextsim.model import (
     ToolResultPart,
     Usage,
 )
-from contextsim.problems import _limit_streaks, detect
+from contextsim.problems import detect
 from contextsim.simulate import simulate
 from contextsim.skeleton_builder import build
 
@@ -168,24 +163,3 @@ def test_an_underestimate_names_the_unlogged_part_or_the_estimator_as_its_cause(
     assert all("mostly the unlogged part" in d for d in causes(Reconciliation(1.0, 8_000)))
     assert all("mostly the estimator" in d for d in causes(Reconciliation(3.0, 0)))
     assert causes(Reconciliation(1.0, 8_000)) and causes(Reconciliation(1.0, 0)) == []
-
-
-class _Flags(NamedTuple):
-    rejected: bool
-    over_budget: bool
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), st.booleans()), max_size=60))
-def test_limit_streaks_are_the_runs_of_equal_flags(flags):
-    records = [_Flags(*f) for f in flags]
-    kinds = ["rejected" if r else "over_budget" if o else "" for r, o in flags]
-    expected: list[tuple[int, int, str]] = []
-    for step, kind in enumerate(kinds):  # the plain walk over every step
-        if not kind:
-            continue
-        if expected and expected[-1][2] == kind and expected[-1][1] == step - 1:
-            expected[-1] = (expected[-1][0], step, kind)
-        else:
-            expected.append((step, step, kind))
-    assert _limit_streaks(records) == expected  # type: ignore[arg-type]

@@ -10,11 +10,11 @@ click still opens that step.
 from __future__ import annotations
 
 import html
-from operator import attrgetter
 from typing import Any
 
 from contextsim.model import KINDS
 from contextsim.problems import Problem
+from contextsim.record_columns import columns
 from contextsim.simulate import Simulation, compaction_steps
 from webapp.charts.axes import axis, legend_below
 
@@ -56,8 +56,7 @@ def sampled_steps(sim: Simulation, problems: list[Problem]) -> list[int]:
     if n <= MAX_POINTS:
         return list(range(n))
     size = -(-n // MAX_POINTS)
-    sent = _sent(sim)
-    chosen = {_peak(sent, start, size) for start in range(0, n, size)}
+    chosen = set(columns(sim).bucket_peaks(size))
     # The steps marked exactly are drawn exactly (the markers sit on them).
     chosen |= set(list(_marked(problems))[:MAX_MARKED])
     return sorted(chosen)
@@ -69,17 +68,6 @@ def _marked(problems: list[Problem]) -> dict[int, Problem]:
     for p in sorted((p for p in problems if p.severity != "info"), key=lambda p: p.severity):
         first.setdefault(p.step, p)
     return first
-
-
-def _sent(sim: Simulation) -> list[int]:
-    return list(map(attrgetter("sent"), sim.records))
-
-
-def _peak(sent: list[int], start: int, size: int) -> int:
-    """The step of the largest request among the `size` steps from `start` on (the
-    first of equals), `sent` being every step's tokens; compared in C, as a live run's
-    chart looks at every step on every view."""
-    return max(range(start, min(start + size, len(sent))), key=sent.__getitem__)
 
 
 def composition_figure(
@@ -177,9 +165,9 @@ def _markers(sim: Simulation, problems: list[Problem]) -> dict[str, Any]:
     rest: dict[int, list[int]] = {}
     for k in list(first)[cut:]:
         rest.setdefault(k // size, []).append(k)
-    sent = _sent(sim) if rest else []
+    peaks = columns(sim).bucket_peaks(size) if rest else []
     for bucket, ks in rest.items():
-        k = _peak(sent, bucket * size, size)  # the step the chart draws for the bucket
+        k = peaks[bucket]  # the step the chart draws for the bucket
         said = (
             f"{len(ks)} more problem step{'s' if len(ks) > 1 else ''} in steps {min(ks)}-{max(ks)}"
         )
