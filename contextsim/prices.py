@@ -11,9 +11,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
-from genai_prices import Usage as PriceUsage
-from genai_prices import calc_price, data_snapshot
-
 from contextsim.costs import PRESETS, Prices, measured_cost
 from contextsim.model import Run, Usage
 
@@ -42,6 +39,10 @@ def model_facts(model: str) -> ModelFacts | None:
     ``gpt-5.3-codex``, a Bedrock id), or None when genai-prices does not know it."""
     if not model:
         return None
+    # Imported on first use: it takes a fifth of a second (its pydantic models), which
+    # an import of a big log, never asking it, paid before showing the run.
+    from genai_prices import data_snapshot
+
     try:
         provider, info = data_snapshot.get_snapshot().find_provider_model(model, None, None, None)
         # Per million tokens, from a request small enough to stay in the base tier.
@@ -81,6 +82,9 @@ def _tiers_from(info: object) -> int | None:
 def _price(
     model: str, input: int = 0, output: int = 0, cache_read: int = 0, cache_write: int = 0
 ) -> float:
+    from genai_prices import Usage as PriceUsage
+    from genai_prices import calc_price
+
     usage = PriceUsage(
         input_tokens=input + cache_read + cache_write,
         cache_read_tokens=cache_read or None,

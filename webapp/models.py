@@ -219,7 +219,9 @@ class Message(models.Model):
     every estimator (computed once at import), and the measured usage of the request
     that produced it, when the log has it."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages")
+    # No index of its own: (run, index) is unique, and its index serves every lookup
+    # by run; a third index would be written for each of a big import's rows.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages", db_index=False)
     index = models.PositiveIntegerField()
     role = models.CharField(max_length=10)
     kind = models.CharField(max_length=12)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from django.db import connection
 from hypothesis import given
 from hypothesis import strategies as st
 
+from webapp.models import Message
 from webapp.services.message_rows import storable
 
 TEXT = st.text(alphabet=st.sampled_from(["a", "\x00", "\\", "u", "0", "é", "中"]), max_size=8)
@@ -35,3 +38,43 @@ def test_storable_replaces_every_nul_in_keys_and_values_and_nothing_else(value):
 def test_a_value_without_nul_is_stored_as_it_is_not_copied():
     skeleton = {"tokens": list(range(1_000)), "names": ["read", "write"]}
     assert storable(skeleton) is skeleton
+
+
+def _plan(sql: str, params: list[Any]) -> str:
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+            return " ".join(str(row[-1]) for row in cursor.fetchall())
+        cursor.execute("SET enable_seqscan = off")  # a tiny table: ask which index
+        cursor.execute(f"EXPLAIN {sql}", params)
+        return " ".join(row[0] for row in cursor.fetchall())
+
+
+@pytest.mark.django_db
+def test_a_runs_messages_are_found_by_the_run_and_index_one_with_no_index_of_the_run_alone():
+    with connection.cursor() as cursor:
+        indexes = connection.introspection.get_constraints(cursor, Message._meta.db_table)
+    by_columns = [c["columns"] for c in indexes.values() if c["index"] or c["unique"]]
+    assert ["run_id"] not in by_columns  # an import writes each index for each row
+    assert ["run_id", "index"] in by_columns
+    queries = [
+        Message.objects.filter(run_id=1).order_by("index"),
+        Message.objects.filter(run_id=1, index__gte=5),
+        Message.objects.filter(run_id__in=[1, 2]),
+    ]
+    for query in queries:
+        sql, params = query.values_list("id").query.sql_with_params()
+        plan = _plan(sql, list(params))
+        # An index led by the run (SQLite names the unique constraint's
+        # sqlite_autoindex_<table>_1), not a scan of every message.
+        assert any(name in plan for name in ("run_index_unique", "autoindex", "run_time")), plan
+
+
+@pytest.mark.django_db
+def test_the_search_triggers_outlive_the_index_dropped():
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's full-text index is kept by triggers; PostgreSQL's is an index")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        triggers = {row[0] for row in cursor.fetchall()}
+    assert {"webapp_message_fts_delete", "webapp_message_fts_update"} <= triggers
