@@ -36,11 +36,13 @@ from contextsim.formats.native import NativeImporter
 from contextsim.formats.openai import OpenAIImporter
 from contextsim.formats.openhands import OpenHandsImporter
 from contextsim.formats.otel import OTelImporter
+from contextsim.formats.otel_document import read_document
 from contextsim.formats.swe_agent import SWEAgentImporter
 
 # Detection tries them in this order: the most specific markers first (formats added
 # later come last, so the list printed in errors keeps its established order).
 NATIVE = NativeImporter()
+OTEL = OTelImporter()
 IMPORTERS: dict[str, Importer] = {
     i.name: i
     for i in (
@@ -58,7 +60,7 @@ IMPORTERS: dict[str, Importer] = {
         # Added later, so listed last; their files have keys no other format writes
         # (``type`` beside ``data``; ``resourceSpans``).
         LangChainImporter(),
-        OTelImporter(),
+        OTEL,
     )
 }
 
@@ -92,6 +94,7 @@ def parse_stream(name: str, stream: IO[bytes], format: str | None = None) -> Par
 PIECE = 2_000
 """Messages per piece when a file parsed whole is handed over in pieces."""
 _NATIVE_HEAD = re.compile(r'\s*\{\s*"contextsim"\s*:')
+_OTLP_HEAD = re.compile(r'\s*\{\s*"resourceSpans"\s*:')
 
 
 def pieces_of(
@@ -107,6 +110,11 @@ def pieces_of(
         if format in (None, "native") and _NATIVE_HEAD.match(source.head):
             yield from _forced_pieces(NATIVE.document_pieces(source), format, name)
             return
+        if format in (None, OTEL.name) and _OTLP_HEAD.match(source.head):
+            parsed = read_document(source, lambda left: _claimer(left, format) is OTEL)
+            if parsed is not None:
+                yield from _forced_pieces(whole_pieces(parsed), format, name)
+                return
         source = source.load()
     reader = _reader(source, format) if origin is not None else None
     if reader is None:
@@ -156,6 +164,14 @@ def whole_pieces(parsed: ParsedFile) -> Iterator[RunPiece | FileEnd]:
             yield RunPiece(r, run.messages[start : start + PIECE])
     facts = tuple((r, replace(run, messages=())) for r, run in enumerate(parsed.runs))
     yield FileEnd(parsed.format, facts, parsed.warnings)
+
+
+def _claimer(source: Source, format: str | None) -> Importer | None:
+    """The importer that takes `source`: the chosen one if it does, else the first
+    that does in detection order."""
+    if format is not None:
+        return IMPORTERS[format] if IMPORTERS[format].sniff(source) else None
+    return next((i for i in IMPORTERS.values() if i.sniff(source)), None)
 
 
 def _known(name: str, format: str | None) -> None:

@@ -172,12 +172,17 @@ def span_call(path: str, where: str, span: Any, inputs: Inputs | None = None) ->
     attrs = span_attrs(path, where, span)
     if not _is_call(attrs):
         return None
-    own = next((str(attrs.values[k]) for k in GROUP if attrs.values.get(k)), None)
+    own = named_by(attrs)
     group = own or trace
     exchange, recorded = _call(attrs, None if inputs is None else inputs.of(group))
     span_id, parent = str(span.get("spanId") or ""), str(span.get("parentSpanId") or "")
     start = start_nanos(span)
     return SpanCall(group, trace, span_id, start, exchange, recorded, span, parent, own is not None)
+
+
+def named_by(attrs: Attrs) -> str | None:
+    """The conversation a call's own span names (GROUP), of any value type."""
+    return next((str(attrs.values[k]) for k in GROUP if attrs.values.get(k)), None)
 
 
 def _calls(
@@ -229,14 +234,26 @@ def _inherited(call: SpanCall, family: dict[str, tuple[str, str | None]]) -> Spa
     """`call` in the conversation its nearest ancestor names, when it names none."""
     if call.own_group:
         return call
-    seen, at = set(), call.parent
+    group = group_of(None, call.group, call.parent, family)
+    return call if group == call.group else replace(call, group=group)
+
+
+def group_of(
+    own: str | None, trace: str, parent: str, family: dict[str, tuple[str, str | None]]
+) -> str:
+    """The run of a call: the conversation its span names (`own`), else the one its
+    nearest ancestor in `family` names (span id -> (parent id, conversation)), else its
+    trace."""
+    if own is not None:
+        return own
+    seen, at = set(), parent
     while at and at in family and at not in seen:
         seen.add(at)
-        parent, own = family[at]
-        if own is not None:
-            return replace(call, group=own)
+        parent, named = family[at]
+        if named is not None:
+            return named
         at = parent
-    return call
+    return trace
 
 
 def _spans(path: str, root: str, export: Any) -> Iterator[tuple[str, dict[str, Any]]]:
