@@ -9,7 +9,9 @@ on every machine), each about BENCH_IMPORT_MB (default 200) MB:
 - a Claude Code session (JSONL: user turns, assistant tool calls with usage, tool
   results);
 - a Codex rollout (JSONL: base instructions, user turns, function calls, token counts,
-  function outputs), which is still parsed whole before it is written.
+  function outputs);
+- an OTLP JSON export of GenAI chat spans, each sending its conversation so far (held
+  to the memory target; its speed is informative).
 
 Peak memory is the import process's own high-water resident set size (VmHWM).
 """
@@ -210,12 +212,73 @@ def _import(path: Path, data_dir: Path) -> tuple[float, float, float, str]:
     return start + float(shown[1]), whole, int(peak[1]) / 1024, done.stdout.strip()
 
 
+OTLP_CALLS = 60
+"""Model calls per conversation in the OTLP export (each span sends the history so far,
+so the export is mostly the same messages written again, as real ones are)."""
+
+
+def _otlp_spans(rng: random.Random, size: int) -> Iterator[str]:
+    total, conversation = 0, 0
+    while total < size:
+        trace = f"{conversation + 1:032x}"
+        history: list[dict[str, object]] = [
+            {"role": "user", "parts": [{"type": "text", "content": _text(rng, 200)}]}
+        ]
+        for n in range(OTLP_CALLS):
+            call = {"type": "tool_call", "id": f"c{conversation}.{n}", "name": "read"}
+            reply = {
+                "role": "assistant",
+                "parts": [{"type": "text", "content": _text(rng, 30)}, call],
+            }
+            result = {"type": "tool_call_response", "id": call["id"], "response": _text(rng, 300)}
+            start = 1_760_000_000_000_000_000 + (conversation * OTLP_CALLS + n) * 1_000_000_000
+            attributes = {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.conversation.id": f"conversation {conversation}",
+                "gen_ai.input.messages": json.dumps(history, ensure_ascii=False),
+                "gen_ai.output.messages": json.dumps([reply], ensure_ascii=False),
+                "gen_ai.usage.input_tokens": 1_000 + 600 * n,
+                "gen_ai.usage.output_tokens": 40,
+            }
+            span = {
+                "traceId": trace,
+                "spanId": f"{conversation:08x}{n:08x}",
+                "name": "chat gpt-4o",
+                "startTimeUnixNano": str(start),
+                "endTimeUnixNano": str(start + 900_000_000),
+                "attributes": [
+                    {
+                        "key": k,
+                        "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v},
+                    }
+                    for k, v in attributes.items()
+                ],
+            }
+            line = json.dumps(span, ensure_ascii=False)
+            total += len(line.encode()) + 1
+            yield line
+            history += [reply, {"role": "tool", "parts": [result]}]
+        conversation += 1
+
+
+def _otlp(path: Path, size: int) -> None:
+    """One OTLP JSON export (as a collector's exporter or an SDK's writes one), its
+    spans one per line."""
+    with path.open("w") as out:
+        out.write('{"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": [\n')
+        for i, line in enumerate(_otlp_spans(random.Random(13), size)):
+            out.write((",\n" if i else "") + line)
+        out.write("\n]}]}]}\n")
+
+
 def run() -> list[Figure]:
     size = int(float(os.environ.get("BENCH_IMPORT_MB", "200")) * MB)
     inputs: dict[str, Callable[[Path, int], None]] = {
         "native document, one line": _native,
         "Claude Code session (JSONL)": _claude,
         "Codex rollout (JSONL)": _codex,
+        "OTLP JSON export": _otlp,
     }
     figures: list[Figure] = []
     work = Path(tempfile.mkdtemp(prefix="contextsim-bench-imports-"))
@@ -230,7 +293,12 @@ def run() -> list[Figure]:
             note = f"{requests[1]} requests" if requests else said[-80:]
             figures += [
                 Figure(f"{label}, {megabytes:.0f} MB: browsable after", shown, "s", note=note),
-                Figure(f"{label}: speed to browsable", megabytes / shown, "MB/s", (">=", SPEED)),
+                Figure(
+                    f"{label}: speed to browsable",
+                    megabytes / shown,
+                    "MB/s",
+                    None if write is _otlp else (">=", SPEED),  # the issue asks it of the others
+                ),
                 Figure(f"{label}: counted by the tokenizers after", whole, "s"),
                 Figure(f"{label}: peak memory", peak, "MB", ("<=", PEAK_MB)),
             ]
