@@ -20,9 +20,11 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 RESULTS_HEADER = (
     "# Benchmark results\n\n"
-    "Written by `python bench/run.py <suite> --record` (one dated section per suite and\n"
-    "day; a later run on the same day replaces it). Figures without a target are\n"
-    "informative. Timings depend on the machine named in each section.\n"
+    "Written by `python bench/run.py <suite> --record` (one section per suite run,\n"
+    "headed by its time). Figures without a target are informative. Timings depend on\n"
+    "the machine named in each section and on its speed at the time, which varied by up\n"
+    "to 3x between sessions (the same suite on the same code): compare the sections'\n"
+    "reference loop (a fixed pure-Python workload), recorded from 2026-12-03 on.\n"
 )
 
 
@@ -100,14 +102,27 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - start, result
 
 
+def reference_ms() -> float:
+    """Milliseconds of a fixed pure-Python workload (best of 5): the speed of this
+    machine at the time, so that sections recorded on slow and fast days compare."""
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        total = 0
+        for i in range(300_000):
+            total += i * i % 7
+        best = min(best, time.perf_counter() - start)
+    return best * 1000
+
+
 def machine() -> str:
-    """Cores, Python version, platform and load at the start of the record."""
+    """Cores, Python version, platform, load and speed at the start of the record."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     version = sys.version.split()[0]
     load = f", load average {os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else ""
     return (
         f"nproc {cores}, Python {version} ({platform.python_implementation()}), "
-        f"{platform.system()} {platform.machine()}{load}"
+        f"{platform.system()} {platform.machine()}{load}, reference loop {reference_ms():.0f} ms"
     )
 
 

@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--record",
         action="store_true",
-        help=f"write the figures as today's section of {RESULTS.relative_to(ROOT)}",
+        help=f"write the figures as a dated section of {RESULTS.relative_to(ROOT)}",
     )
     args = parser.parse_args(argv)
     host = machine()
@@ -66,7 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for f in misses:
         print(f"  MISS {f.name}: {f.shown_value()} (target {f.shown_target()}) {f.note}".rstrip())
     if args.record:
-        day = datetime.date.today().isoformat()
+        # The hour too: this machine's speed varies by up to 3x from one session to
+        # the next, so one day may hold runs of two sessions that are not to be merged.
+        day = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
         record(args.suite, day, markdown(args.suite, day, figures, seconds, host))
         print(f"recorded in {RESULTS}")
     return 1 if misses else 0
