@@ -164,7 +164,8 @@ def markdown(suite: str, day: str, figures: Sequence[Figure], seconds: float, ho
 
 
 def record(suite: str, day: str, section: str, path: Path = RESULTS) -> None:
-    """Write `section` into `path`, replacing the section of the same suite and day."""
+    """Write `section` into `path`, replacing a section of the same heading (suite and
+    time, to the minute)."""
     text = path.read_text() if path.exists() else RESULTS_HEADER
     heading = re.compile(rf"^## {re.escape(suite)}, {re.escape(day)}\n.*?(?=^## |\Z)", re.M | re.S)
     if heading.search(text):

@@ -21,7 +21,7 @@ from operator import add, attrgetter, ne
 from typing import TypeVar
 
 from contextsim.memo import earlier, kept, remember
-from contextsim.simulate import Simulation, StepRecord
+from contextsim.simulate import REPLAY, Simulation, StepRecord
 
 N = TypeVar("N", int, float)
 
@@ -32,7 +32,9 @@ LIMIT_KINDS = ("", "over_budget", "rejected")
 @dataclass(frozen=True, slots=True)
 class Columns:
     """The records' columns (read-only lists, one item per step) and running totals
-    (item i: the first i steps, so n + 1 items)."""
+    (item i: the first i steps, so n + 1 items). Costs are summed left to right, as
+    `sum` did before Python 3.12 (from 3.12 it compensates: the last digits may
+    differ from it)."""
 
     records: tuple[StepRecord, ...]
     sent: list[int]
@@ -50,7 +52,7 @@ class Columns:
     streaks: list[tuple[int, int, str]]
     """(first, last, kind) of each run of consecutive steps with the same limit flag."""
     _buckets: dict[int, list[int]] = field(default_factory=dict)
-    _inherited: tuple[dict[int, list[int]], int] = ({}, 0)
+    _inherited: tuple[dict[int, list[int]], int] = field(default_factory=lambda: ({}, 0))
 
     def bucket_peaks(self, size: int) -> list[int]:
         """The step of the largest request (the first of equals) in each bucket of
@@ -71,9 +73,11 @@ class Columns:
 
 
 def columns(sim: Simulation) -> Columns:
-    """The columns of `sim`'s records, kept per skeleton and policy: O(new steps) when
-    the records took over a prefix of those of the skeleton it grew from, else O(steps)."""
-    key = ("record_columns", sim.policy)
+    """The columns of `sim`'s records, kept per skeleton: as_logged's and the last
+    what-if's (only as_logged takes records over; each what-if's are as big as its
+    run). Reading only the records not taken over from the skeleton it grew from, and
+    copying (in C) the kept part of each column; else reading every record."""
+    key = ("record_columns", sim.policy if sim.policy == REPLAY else "what-if")
     now: Columns | None = kept(sim.skeleton, key)
     if now is not None and now.records is sim.records:
         return now

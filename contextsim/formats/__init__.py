@@ -113,7 +113,9 @@ def pieces_of(
         if format in (None, OTEL.name) and _OTLP_HEAD.match(source.head):
             parsed = read_document(source, lambda left: _claimer(left, format) is OTEL)
             if parsed is not None:
-                yield from _forced_pieces(whole_pieces(parsed), format, name)
+                if format is not None and not any(run.messages for run in parsed.runs):
+                    raise _nothing_found(name, OTEL, parsed.warnings)  # as _forced does
+                yield from whole_pieces(_with_source_warnings(parsed, source))
                 return
         source = source.load()
     reader = _reader(source, format) if origin is not None else None
@@ -193,10 +195,10 @@ def _parsed(name: str, source: Source, format: str | None) -> ParsedFile:
     )
 
 
-def _with_source_warnings(parsed: ParsedFile, source: Source) -> ParsedFile:
+def _with_source_warnings(parsed: ParsedFile, source: Source | LazyDocument) -> ParsedFile:
     """What reading the file found (a document's replaced surrogates) among the
     warnings; a JSONL file's are the importer's to report, as it reads its lines."""
-    if isinstance(source, Document) and source.warnings:
+    if isinstance(source, Document | LazyDocument) and source.warnings:
         return replace(parsed, warnings=(*parsed.warnings, *source.warnings))
     return parsed
 

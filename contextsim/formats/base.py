@@ -447,7 +447,10 @@ def parse_time(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an int of hundreds of digits
+            return None
         for _ in range(3):
             if abs(number) >= SECONDS_BELOW:
                 number /= 1000

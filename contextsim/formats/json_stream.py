@@ -260,6 +260,10 @@ def _container(
         if found != '"':
             raise w.error("Expecting property name enclosed in double quotes", w.pos)
         key = yield from _value(w, (), ())
+        if key in members and split and _under((*path, key), split):
+            # json.loads keeps the last of a repeated key; the elements of the first
+            # were handed over already, and cannot be taken back.
+            raise w.error(f"the key {key!r} is repeated in this object", w.pos)
         if w.next_char() != ":":
             raise w.error("Expecting ':' delimiter", w.pos)
         w.pos += 1

@@ -170,7 +170,7 @@ def span_call(path: str, where: str, span: Any, inputs: Inputs | None = None) ->
     expect(path, where, span, dict, "an object")
     trace = expect(path, f"{where}.traceId", span.get("traceId"), str, "a string")
     attrs = span_attrs(path, where, span)
-    if not _is_call(attrs):
+    if not is_call(attrs):
         return None
     own = named_by(attrs)
     group = own or trace
@@ -198,10 +198,10 @@ def _calls(
     with `rejected` is named there. `named` gets SpanCalls.named."""
     calls = []
     family: dict[str, tuple[str, str | None]] = {}  # span id -> (parent id, conversation)
-    for where, span in _spans(path, root, export):
+    for where, span in spans_of(path, root, export):
         own, span_id = None, ""
         if isinstance(span, dict):
-            own = _named(span)
+            own = named_on(span)
             span_id = str(span.get("spanId") or "")
             if span_id:
                 family[span_id] = (str(span.get("parentSpanId") or ""), own)
@@ -219,7 +219,7 @@ def _calls(
     return [_inherited(call, family) for call in calls]
 
 
-def _named(span: dict[str, Any]) -> str | None:
+def named_on(span: dict[str, Any]) -> str | None:
     """The conversation the span names (GROUP), read without decoding the rest."""
     for pair in span.get("attributes") or ():
         if isinstance(pair, dict) and pair.get("key") in GROUP:
@@ -256,7 +256,7 @@ def group_of(
     return trace
 
 
-def _spans(path: str, root: str, export: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+def spans_of(path: str, root: str, export: Any) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every span of an export with its JSON path, in export order."""
     expect(path, root, export, dict, "an OTLP export object with 'resourceSpans'")
     for res, resource in items(path, f"{root}.resourceSpans", export.get("resourceSpans")):
@@ -310,7 +310,7 @@ class Conversation:
         return Run(title_of(messages), messages, OTelImporter.name, model, session_id=key)
 
 
-def _is_call(attrs: Attrs) -> bool:
+def is_call(attrs: Attrs) -> bool:
     """True for the span of one model call (see the module docstring)."""
     values = attrs.values
     if values.get("gen_ai.operation.name") is not None:

@@ -26,12 +26,12 @@ from contextsim.formats.otel import (
     Conversation,
     OTelImporter,
     SpanCall,
-    _is_call,
-    _named,
-    _spans,
     group_of,
+    is_call,
     named_by,
+    named_on,
     span_call,
+    spans_of,
 )
 from contextsim.formats.otel_values import span_attrs, start_nanos
 from contextsim.model import Run
@@ -47,18 +47,21 @@ _Family = dict[str, tuple[str, str | None]]
 
 
 def read_document(source: LazyDocument, claimed: Callable[[Document], bool]) -> ParsedFile | None:
-    """The runs of a big OTLP JSON export, read a span at a time; None when the
-    document is not one to read so (its spans are not where an export has them, or
-    `claimed`, asked of what is left of it once its spans are taken out, says it is
-    not the OTel importer's): the caller loads it whole. FormatError as for the export
-    loaded whole."""
+    """The runs of a big OTLP JSON export, read a span at a time, as OTelImporter.parse
+    gives them (the warnings of rebuilding its runs; reading the document's are in
+    `source.warnings`); None when the document is not one to read so (its spans are
+    not where an export has them, a key on their way repeats, it has a fault that
+    loading it whole may name another of, or `claimed`, asked of what is left of it
+    once its spans are taken out, says it is not the OTel importer's): the caller
+    loads it whole. FormatError as for the export loaded whole."""
     found = _first_reading(source, claimed)
     if found is None:
         return None
     calls, family = found
-    warnings = list(source.warnings)  # the second reading would say them again
-    runs, said = _second_reading(source, calls, family)
-    return ParsedFile(OTelImporter.name, runs, (*said, *warnings))
+    said = len(source.warnings)
+    runs, rebuilt = _second_reading(source, calls, family)
+    del source.warnings[said:]  # the second reading said them again
+    return ParsedFile(OTelImporter.name, runs, tuple(rebuilt))
 
 
 def _where(at: tuple[str | int, ...]) -> str:
@@ -81,11 +84,12 @@ def _first_reading(
         # What is left once the spans were taken out: whether the OTel importer takes
         # it, and its shape as loading it whole checks it; a span still in it means
         # its arrays were not where they are looked for.
-        if not claimed(Document(path, document)) or any(_spans(path, "$", document)):
+        if not claimed(Document(path, document)) or any(spans_of(path, "$", document)):
             return None
-    except FormatError:
-        # Loaded whole, the file says which of its faults comes first (or it is
-        # another importer's, which need not read its spans).
+    except Exception:
+        # Loaded whole, the file says which of its faults comes first (a span's
+        # messages are read only in the second reading), or it is another importer's,
+        # which need not read its spans.
         return None
     if not calls:
         raise FormatError(path, "$", "expected GenAI model call spans, found none")
@@ -98,13 +102,13 @@ def _note(
     """Note what the span adds to `family`, and in `calls` if it is a model call's;
     FormatError as otel._calls and span_call check it, in the same order."""
     expect(path, where, span, dict, "an object")
-    own, span_id = _named(span), str(span.get("spanId") or "")
+    own, span_id = named_on(span), str(span.get("spanId") or "")
     parent = str(span.get("parentSpanId") or "")
     if span_id:
         family[span_id] = (parent, own)
     trace = expect(path, f"{where}.traceId", span.get("traceId"), str, "a string")
     attrs = span_attrs(path, where, span)
-    if _is_call(attrs):
+    if is_call(attrs):
         calls.append((number, trace, span_id, start_nanos(span), parent, named_by(attrs)))
 
 
@@ -117,12 +121,13 @@ def _second_reading(
     for call in calls:
         number, trace, _, _, parent, own = call
         groups.setdefault(group_of(own, trace, parent, family), []).append(call)
+    # Judged by the first call written, as otel._run judges it (before sorting).
+    conversations = {g: Conversation(g, members[0][1] == g) for g, members in groups.items()}
     place: dict[int, tuple[str, int]] = {}
     for group, members in groups.items():
         members.sort(key=lambda c: c[3])  # start order, ties as written (sort is stable)
         for rank, member in enumerate(members):
             place[member[0]] = (group, rank)
-    conversations = {g: Conversation(g, members[0][1] == g) for g, members in groups.items()}
     waiting: dict[str, dict[int, SpanCall]] = {g: {} for g in groups}
     added = dict.fromkeys(groups, 0)
     for number, (at, span) in enumerate(source.elements(SPANS)):

@@ -63,13 +63,18 @@ def span_attrs(path: str, where: str, span: dict[str, Any]) -> Attrs:
 def start_nanos(span: dict[str, Any]) -> int:
     """The span's start in nanoseconds since the epoch (0 when absent or not a number)."""
     text = str(span.get("startTimeUnixNano"))
-    return int(text) if text.isdigit() else 0
+    return int(text) if _digits(text) else 0
 
 
 def nanos(value: Any) -> float | None:
     """An OTLP time (nanoseconds since the epoch, as a number or its text) in seconds."""
     text = str(value)
-    return parse_time(int(text)) if text.isdigit() else None
+    return parse_time(int(text)) if _digits(text) else None
+
+
+def _digits(text: str) -> bool:
+    """Whether `text` is a whole number int() reads (str.isdigit alone takes "²")."""
+    return text.isascii() and text.isdigit()
 
 
 def items(path: str, where: str, value: Any) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -72,6 +72,8 @@ def test_a_runs_messages_are_found_by_the_run_and_index_one_with_no_index_of_the
 
 @pytest.mark.django_db
 def test_the_search_triggers_outlive_the_index_dropped():
+    """Letting Django alter the field instead would copy the table on SQLite and drop
+    them with it: this guards the migration's way of dropping the index."""
     if connection.vendor != "sqlite":
         pytest.skip("SQLite's full-text index is kept by triggers; PostgreSQL's is an index")
     with connection.cursor() as cursor:

@@ -152,3 +152,14 @@ def test_a_malformed_value_is_refused_without_reading_the_rest_of_the_file(monke
     with pytest.raises(json_stream.JSONStreamError):
         json_stream.load(Counting(body))
     assert sum(reads) < 10_000
+
+
+def test_a_key_repeated_on_the_way_to_a_split_array_is_refused_and_others_kept_last():
+    # json.loads keeps a repeated key's last value; elements of the first value handed
+    # over could not be taken back, so that one is refused, and any other kept last.
+    raw = b'{"a": {"s": [1, 2], "s": [3]}}'
+    with pytest.raises(json_stream.JSONStreamError, match="the key 's' is repeated"):
+        list(json_stream.Elements(BytesIO(raw), b"", ("a", "s")))
+    reader = json_stream.Elements(BytesIO(b'{"a": {"s": [1], "t": 1, "t": 2}}'), b"", ("a", "s"))
+    assert list(reader) == [(("a", "s", 0), 1)]
+    assert reader.document == {"a": {"s": [], "t": 2}}

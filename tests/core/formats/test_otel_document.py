@@ -33,14 +33,17 @@ def exports(draw: st.DrawFn) -> dict[str, Any]:
     for c in range(draw(st.integers(1, 4))):
         trace = f"{c + 1:032x}"
         naming = draw(st.sampled_from(["call", "agent", "trace"]))
+        # A conversation may be named as another's trace is: the warnings then say
+        # which the first call written is grouped by.
+        name = f"{draw(st.integers(1, 4)):032x}" if draw(st.booleans()) else f"conv {c}"
         agent_id = f"a{c:015x}"
         if naming == "agent":
-            named = {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": f"conv {c}"}
+            named = {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": name}
             spans.append(span(agent_id, 0, named, trace=trace, parent=""))
         history = [text("user", f"task {c}")]
         for n in range(draw(st.integers(1, 5))):
             reply = CALL if n % 2 == 0 else text("assistant", f"answer {c}.{n}")
-            own = {"gen_ai.conversation.id": f"conv {c}"} if naming == "call" else {}
+            own = {"gen_ai.conversation.id": name} if naming == "call" else {}
             start = draw(st.integers(0, 6))
             call = chat(f"{c:08x}{n:08x}", start, history, reply, (100 + n, 9), **own)
             call = {**call, "traceId": trace, "parentSpanId": agent_id}
@@ -166,3 +169,49 @@ def test_an_export_read_a_span_at_a_time_holds_a_fraction_of_what_loading_it_hol
     # the conversation so far, only when loaded whole.
     assert streamed * 2 < whole, (streamed, whole)
     assert len(raw) > 2_000_000
+
+
+def _call(span_id: str, start: int, sent: list[Any]) -> dict[str, Any]:
+    return chat(span_id, start, sent, CALL, (180, 18))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # json.loads keeps the last of a repeated key: these spans are not the export's.
+        b'{"resourceSpans": [{"scopeSpans": [{"spans": [%s], "spans": []}]}]}',
+        b'{"resourceSpans": [{"scopeSpans": [{"spans": [%s]}]}], "resourceSpans": []}',
+    ],
+)
+def test_a_repeated_key_on_the_way_to_the_spans_is_read_as_loading_whole_reads_it(raw):
+    raw = raw % json.dumps(_call("aa11aa11aa11aa11", 1, [ASK])).encode()
+    with pytest.raises(FormatError) as whole:
+        parse_stream("traces.json", BytesIO(raw))
+    with pytest.raises(FormatError) as streamed:
+        _joined("traces.json", raw)
+    assert str(streamed.value) == str(whole.value)
+    assert "found none" in str(whole.value)
+
+
+def test_the_first_fault_in_the_file_is_named_whatever_reading_finds_first():
+    # The first span's messages are read only in the second reading; a later span's
+    # start that is not a number is read in the first.
+    first = _call("aa11aa11aa11aa11", 1, [text("robot", "beep")])
+    later = {**_call("bb22bb22bb22bb22", 2, [ASK]), "startTimeUnixNano": "\u00b2"}
+    raw = json.dumps(export(first, later)).encode()
+    with pytest.raises(FormatError) as whole:
+        parse_stream("traces.json", BytesIO(raw))
+    with pytest.raises(FormatError) as streamed:
+        _joined("traces.json", raw)
+    assert "'robot'" in str(whole.value) and str(streamed.value) == str(whole.value)
+
+
+def test_an_export_chosen_as_otel_with_nothing_recorded_is_refused_as_loading_whole_refuses():
+    bare = span("aa11aa11aa11aa11", 1, {"gen_ai.operation.name": "chat"}, name="chat \ud83d")
+    raw = json.dumps(export(bare)).encode()
+    with pytest.raises(FormatError) as whole:
+        parse_stream("t.json", BytesIO(raw), "otel")
+    with pytest.raises(FormatError) as streamed:
+        _joined("t.json", raw, "otel")
+    assert "no messages were found" in str(whole.value)
+    assert str(streamed.value) == str(whole.value)
