@@ -289,8 +289,10 @@ def run() -> list[Figure]:
             megabytes = path.stat().st_size / MB
             print(f"  {label}: {megabytes:.0f} MB written; importing...", flush=True)
             shown, whole, peak, said = _import(path, work / f"data-{write.__name__.strip('_')}")
-            requests = re.search(r"\((\d+) requests\)", said)
-            note = f"{requests[1]} requests" if requests else said[-80:]
+            # import_run says "(N requests)" of each run it imported.
+            requests = [int(n) for n in re.findall(r"\((\d+) requests\)", said)]
+            runs = f"{len(requests)} runs, " if len(requests) > 1 else ""
+            note = f"{runs}{sum(requests)} requests" if requests else said[-80:]
             figures += [
                 Figure(f"{label}, {megabytes:.0f} MB: browsable after", shown, "s", note=note),
                 Figure(
