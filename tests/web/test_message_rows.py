@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import json
+
 import pytest
 from django.db import connection
 from hypothesis import given
 from hypothesis import strategies as st
 
 from webapp.models import Message
-from webapp.services.message_rows import storable
+from contextsim import model as core
+from contextsim.estimators import ESTIMATORS, count_message
+from contextsim.formats import ParsedFile
+from webapp.services.message_rows import sqlite_json, storable
+from webapp.services.saving import save_parsed
 
 TEXT = st.text(alphabet=st.sampled_from(["a", "\x00", "\\", "u", "0", "é", "中"]), max_size=8)
 JSON = st.recursive(
@@ -38,6 +44,47 @@ def test_storable_replaces_every_nul_in_keys_and_values_and_nothing_else(value):
 def test_a_value_without_nul_is_stored_as_it_is_not_copied():
     skeleton = {"tokens": list(range(1_000)), "names": ["read", "write"]}
     assert storable(skeleton) is skeleton
+
+
+ANY_TEXT = st.text()  # surrogates included: orjson refuses those, json escapes them
+ANY_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | ANY_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(ANY_JSON)
+def test_sqlite_json_reads_back_as_the_json_module_writes_it(value):
+    assert json.loads(sqlite_json(value)) == json.loads(json.dumps(value))
+
+
+def test_sqlite_json_falls_back_to_the_json_module_for_what_orjson_refuses():
+    assert sqlite_json({"n": 2**65}) == json.dumps({"n": 2**65})
+    assert sqlite_json(["\ud800"]) == json.dumps(["\ud800"])
+    assert sqlite_json({"t": "中文 é"}) == '{"t":"中文 é"}'  # raw UTF-8, not escaped
+
+
+@pytest.mark.django_db
+def test_a_messages_parts_and_counts_read_back_as_written(alice):
+    text = 'Привет, 世界 "quoted" \\ back\nslash \t tab \u2028 ' + "x" * 300
+    messages = (
+        core.Message(role="user", parts=(core.TextPart(text),)),
+        core.Message(role="assistant", parts=(core.TextPart("ok " * 40),)),
+    )
+    (saved,) = save_parsed(
+        ParsedFile("rows", [core.Run(title="rows", messages=messages)]),
+        owner=alice,
+        estimators=("chars4",),
+    )
+    stored = list(Message.objects.filter(run=saved).order_by("index"))
+    assert stored[0].parts == [{"type": "text", "text": text}]
+    assert stored[1].parts == [{"type": "text", "text": "ok " * 40}]
+    assert stored[0].counts == {"chars4": count_message(messages[0], ESTIMATORS["chars4"])}
 
 
 def _plan(sql: str, params: list[Any]) -> str:
