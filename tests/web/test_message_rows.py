@@ -1,20 +1,19 @@
-"""Stored values never hold NUL (PostgreSQL refuses it in text and JSON)."""
+"""Stored message rows: never NUL (PostgreSQL refuses it in text and JSON), JSON that reads back as written, the indexes lookups use."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
+from typing import Any
 
 import pytest
 from django.db import connection
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webapp.models import Message
 from contextsim import model as core
 from contextsim.estimators import ESTIMATORS, count_message
 from contextsim.formats import ParsedFile
+from webapp.models import Message
 from webapp.services.message_rows import sqlite_json, storable
 from webapp.services.saving import save_parsed
 
