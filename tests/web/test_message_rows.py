@@ -1,4 +1,5 @@
-"""Stored message rows: never NUL (PostgreSQL refuses it in text and JSON), JSON that reads back as written, the indexes lookups use."""
+"""Stored message rows: never NUL (PostgreSQL refuses it in text and JSON), JSON that
+reads back as written, the indexes that lookups use."""
 
 from __future__ import annotations
 
