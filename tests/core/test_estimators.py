@@ -49,6 +49,31 @@ def test_script_rule_counts_ascii_4_cjk_1_and_other_2_per_token():
     assert rule.count("😀😀") == 1
 
 
+# The CJK blocks the script rule counts 1 per token, as code points (not the regex).
+CJK_BLOCKS = (
+    (0x1100, 0x11FF), (0x3000, 0x303F), (0x3040, 0x30FF), (0x3130, 0x318F),
+    (0x31F0, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7AF),
+    (0xF900, 0xFAFF), (0xFF00, 0xFFEF), (0x20000, 0x3134F),
+)  # fmt: skip
+
+
+def script_rule_by_character(text: str) -> int:
+    ascii_chars = sum(ord(c) < 128 for c in text)
+    cjk = sum(any(lo <= ord(c) <= hi for lo, hi in CJK_BLOCKS) for c in text)
+    other = len(text) - ascii_chars - cjk
+    return -(-(ascii_chars * 1 + cjk * 4 + other * 2) // 4)
+
+
+edges = st.sampled_from(
+    [chr(c) for lo, hi in CJK_BLOCKS for c in (lo - 1, lo, hi, hi + 1)] + ["a", "я", "é", "😀"]
+)
+
+
+@given(st.lists(st.text(max_size=40) | edges, max_size=30).map("".join))
+def test_script_rule_counts_as_its_definition_character_by_character(text: str):
+    assert ESTIMATORS["script"].count(text) == script_rule_by_character(text)
+
+
 def test_script_rule_overestimates_russian_where_chars4_underestimates():
     text = "Съешь же ещё этих мягких французских булок, да выпей чаю. " * 200
     real = ESTIMATORS["o200k"].count(text)
