@@ -7,9 +7,10 @@ from __future__ import annotations
 import logging
 
 from celery import Celery, current_app, shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_ready
 from django.db import transaction
 
+from webapp import heap
 from webapp.models import Sweep, SweepCell
 from webapp.services import imports, jobs, sweeps
 
@@ -77,3 +78,9 @@ def _reap_at_start(**_: object) -> None:
     # A worker started after a crash takes up what the lost one left at once,
     # rather than at the next beat.
     reap_jobs.delay()
+
+
+@worker_init.connect
+def _settle_heap(**_: object) -> None:
+    # Before the pool starts: forked children inherit the frozen heap and thresholds.
+    heap.settle()

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contextsim.formats import IMPORTERS
-from webapp import tasks
+from webapp import heap, tasks
 from webapp.models import ImportJob, Visibility
 from webapp.services import imports
 
@@ -37,6 +37,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        heap.collect_seldom()  # a large import keeps its parsed messages while writing
         username = options["owner"] or settings.LOCAL_USER or "local"
         owner, _ = get_user_model().objects.get_or_create(username=username)
         failed = 0
