@@ -50,8 +50,11 @@ def test_the_fit_recovers_a_known_scale_and_overhead_from_noisy_usage(
     largest = scale * max(estimated) + overhead
     for e in (min(estimated), max(estimated)):
         truth = scale * e + overhead
-        # Within 3%, or within 1% of the run's largest request for its smallest ones.
-        assert abs(found.tokens(e) - truth) <= max(0.03 * truth, 0.01 * largest)
+        # Within 3%, or for its smallest ones within 5% of the run's largest request:
+        # they are reached by extending the slope of the larger ones, whose 1% noise it
+        # carries over that distance (a search targeting this error over 3,000 runs
+        # found 2.9%; 1% failed on [100, 3137, 3437, ... 4937]).
+        assert abs(found.tokens(e) - truth) <= max(0.03 * truth, 0.05 * largest)
     assert found.median_error is not None and found.median_error <= 0.02
 
 
