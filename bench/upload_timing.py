@@ -1,0 +1,102 @@
+"""A large log uploaded through the dashboard, timed until browsable: `manage.py serve`
+(uvicorn and its Celery worker on the file-system broker, the embedded default) on a
+fresh SQLite database, the file posted to ``/upload/`` as a browser posts it, the
+import job then followed in the database until its runs are shown and until it is
+done. Used by suite `imports` (issue 14: browsable at >= 25 MB/s "end to end
+(import_run and upload)")."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from bench.suite_appends import _wait
+from bench.suite_dashboard import _free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 900
+"""Seconds an import may take before the bench gives up on it."""
+
+
+def upload(path: Path, data_dir: Path) -> tuple[float, float, float, float]:
+    """Seconds from the upload's first byte sent until its run is browsable and until
+    the job is done (every estimator counted), and the peak resident memory (MB) of
+    the worker's processes and of the web server's."""
+    env = {**os.environ, "CONTEXTSIM_DATA_DIR": str(data_dir)}
+    env.pop("DATABASE_URL", None)
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--port", str(port), "--no-demo"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait(base)
+        started = time.time()
+        _post(base, path)
+        shown, finished = _followed(data_dir / "contextsim.sqlite3")
+        worker = max((_peak(pid) for pid in _descendants(server.pid)), default=0.0)
+        return shown - started, finished - started, worker, _peak(server.pid)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def _post(base: str, path: Path) -> None:
+    """Post `path` to /upload/ as the upload form does (the local user is signed in on
+    loopback; the CSRF token from the form's cookie)."""
+    with httpx.Client(base_url=base, timeout=TIMEOUT) as http:
+        http.get("/upload/").raise_for_status()
+        token = http.cookies["csrftoken"]
+        with path.open("rb") as stream:
+            response = http.post(
+                "/upload/",
+                files={"files": (path.name, stream, "application/octet-stream")},
+                data={"format": ""},
+                headers={"X-CSRFToken": token, "Referer": f"{base}/upload/"},
+            )
+        response.raise_for_status()
+
+
+def _followed(database: Path) -> tuple[float, float]:
+    """Epoch seconds at which the only import job of `database` showed its runs and
+    finished (it must end done)."""
+    deadline = time.monotonic() + TIMEOUT
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as db:
+        while time.monotonic() < deadline:
+            row = db.execute(
+                "SELECT status, shown, finished, error FROM webapp_importjob"
+            ).fetchone()
+            if row is not None and row[2] is not None:
+                if row[0] != "done":
+                    raise RuntimeError(f"the uploaded import ended {row[0]}: {row[3]}")
+                return _epoch(row[1]), _epoch(row[2])
+            time.sleep(0.05)
+    raise RuntimeError(f"the uploaded import did not finish in {TIMEOUT} s")
+
+
+def _epoch(stored: str) -> float:
+    """A datetime as Django stores it in SQLite (UTC, no offset) in epoch seconds."""
+    return datetime.fromisoformat(stored).replace(tzinfo=UTC).timestamp()
+
+
+def _descendants(pid: int) -> list[int]:
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    found = [int(p) for p in children.read_text().split()] if children.exists() else []
+    return [d for child in found for d in (child, *_descendants(child))]
+
+
+def _peak(pid: int) -> float:
+    """A process's high-water resident set size (VmHWM), MB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0]) / 1024
