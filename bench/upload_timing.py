@@ -8,10 +8,12 @@ done. Used by suite `imports` (issue 14: browsable at >= 25 MB/s "end to end
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,26 +41,32 @@ def upload(path: Path, data_dir: Path) -> tuple[float, float, float, float]:
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its worker and pool killed with it if it hangs
     )
     try:
         _wait(base)
-        started = time.time()
-        _post(base, path)
+        started = _post(base, path)
         shown, finished = _followed(data_dir / "contextsim.sqlite3")
-        worker = max((_peak(pid) for pid in _descendants(server.pid)), default=0.0)
+        worker = max(map(_peak, _descendants(server.pid)), default=0.0)
         return shown - started, finished - started, worker, _peak(server.pid)
     finally:
         server.terminate()
-        server.wait(timeout=60)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
 
 
-def _post(base: str, path: Path) -> None:
+def _post(base: str, path: Path) -> float:
     """Post `path` to /upload/ as the upload form does (the local user is signed in on
-    loopback; the CSRF token from the form's cookie)."""
+    loopback; the CSRF token from the form's cookie); returns when the post began
+    (epoch seconds)."""
     with httpx.Client(base_url=base, timeout=TIMEOUT) as http:
         http.get("/upload/").raise_for_status()
         token = http.cookies["csrftoken"]
         with path.open("rb") as stream:
+            started = time.time()
             response = http.post(
                 "/upload/",
                 files={"files": (path.name, stream, "application/octet-stream")},
@@ -66,20 +74,21 @@ def _post(base: str, path: Path) -> None:
                 headers={"X-CSRFToken": token, "Referer": f"{base}/upload/"},
             )
         response.raise_for_status()
+    return started
 
 
 def _followed(database: Path) -> tuple[float, float]:
     """Epoch seconds at which the only import job of `database` showed its runs and
     finished (it must end done)."""
     deadline = time.monotonic() + TIMEOUT
-    with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as db:
+    with closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30)) as db:
         while time.monotonic() < deadline:
             row = db.execute(
                 "SELECT status, shown, finished, error FROM webapp_importjob"
             ).fetchone()
             if row is not None and row[2] is not None:
-                if row[0] != "done":
-                    raise RuntimeError(f"the uploaded import ended {row[0]}: {row[3]}")
+                if row[0] != "done" or row[1] is None:
+                    raise RuntimeError(f"the uploaded import ended {row[0]}, unshown: {row[3]}")
                 return _epoch(row[1]), _epoch(row[2])
             time.sleep(0.05)
     raise RuntimeError(f"the uploaded import did not finish in {TIMEOUT} s")
@@ -91,12 +100,21 @@ def _epoch(stored: str) -> float:
 
 
 def _descendants(pid: int) -> list[int]:
-    children = Path(f"/proc/{pid}/task/{pid}/children")
-    found = [int(p) for p in children.read_text().split()] if children.exists() else []
+    """Every process under `pid`, whichever of its threads started it (serve's keeper
+    thread starts the worker again when it dies)."""
+    found: list[int] = []
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            found += [int(p) for p in children.read_text().split()]
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
     return [d for child in found for d in (child, *_descendants(child))]
 
 
 def _peak(pid: int) -> float:
-    """A process's high-water resident set size (VmHWM), MB."""
-    status = Path(f"/proc/{pid}/status").read_text()
+    """A process's high-water resident set size (VmHWM), MB; 0 once it has ended."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return 0.0
     return int(status.split("VmHWM:")[1].split()[0]) / 1024

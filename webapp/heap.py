@@ -16,9 +16,10 @@ a 6 s batch of 10,000 spans (bench `otlp`). Raised, the same batch collects a do
 times in 0.2-0.4 s; garbage in cycles waits for up to 50,000 more allocations, a few
 megabytes at most, before it is freed.
 
-Workers and `manage.py import_run` settle too: an import holds a whole run's parsed
-messages while it writes them, and with the defaults a 200 MB Claude Code session's
-import spent 3.9 s of its 38 s in the collector (0.3 s raised).
+Celery workers settle too, before their pool starts; `manage.py import_run`, a one-shot
+command, only raises the thresholds. An import holds a whole run's parsed messages
+while it writes them: with the defaults a 200 MB Claude Code session's import spent
+3.0-3.9 s of its 30-38 s in the collector, 0.3 s with the thresholds raised.
 """
 
 from __future__ import annotations
