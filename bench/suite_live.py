@@ -5,15 +5,18 @@ size; its dashboard is opened once (the skeleton built), then APPENDS times one 
 message is appended (the streaming service, as `POST /api/runs/<id>/messages` does)
 and the dashboard requested again (the Django test client, the estimator `chars4`).
 Figures: the append, the view after it (p50; and apart, after a response with usage,
-which fits the reconciliation again, and after a message without), the view of the
-same run by a process
-that did not follow it (its skeleton built from every message), the page's weight, and
+which fits the reconciliation again, and after a message without), the garbage
+collector's time meanwhile, the view of the same run by a process that did not follow
+it (its skeleton built from every message), the page's weight, this process's peak
+memory, and
 the ratios of the 20,000-message figures to the 2,000-message ones (issue 14: view <=
 100 ms and within 1.5x, append within 1.2x, page <= 500 kB).
 """
 
 from __future__ import annotations
 
+import gc
+import resource
 import shutil
 import statistics
 import tempfile
@@ -67,6 +70,8 @@ def _figures(size: int) -> dict[str, float]:
     query = {"estimator": "chars4"}
     assert client.get(url, query).status_code == 200  # the skeleton built, its builder kept
     appends, views = [], []
+    collector = _Collector()
+    gc.callbacks.append(collector)
     for i in range(APPENDS):
         started = time.perf_counter()
         run = streaming.append_messages(run, [_message(size + i)])
@@ -75,6 +80,7 @@ def _figures(size: int) -> dict[str, float]:
         response = client.get(url, query)
         views.append(time.perf_counter() - started)
         assert response.status_code == 200
+    gc.callbacks.remove(collector)
     weight = len(response.content)
     run = streaming.append_messages(run, [_message(size + APPENDS)])
     derived._BUILDERS.clear()  # as a process that did not follow the run
@@ -94,7 +100,22 @@ def _figures(size: int) -> dict[str, float]:
         "other": statistics.median(other),
         "fresh": fresh,
         "weight": weight / 1000,
+        "collector": collector.seconds / APPENDS,
     }
+
+
+class _Collector:
+    """The garbage collector's time (gc.callbacks), in seconds."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
 
 
 def run() -> list[Figure]:
@@ -119,6 +140,12 @@ def run() -> list[Figure]:
             Figure(f"{size:,} messages: view after a message without, p50", f["other"], "s"),
             Figure(f"{size:,} messages: view by a process not following the run", f["fresh"], "s"),
             Figure(
+                f"{size:,} messages: garbage collection per append and view",
+                f["collector"],
+                "s",
+                note="mean",
+            ),
+            Figure(
                 f"{size:,} messages: page weight",
                 f["weight"],
                 "kB",
@@ -132,5 +159,10 @@ def run() -> list[Figure]:
             "view after a response with usage, 20k / 2k", big["measured"] / small["measured"], "x"
         ),
         Figure("view after a message without usage, 20k / 2k", big["other"] / small["other"], "x"),
+        Figure(
+            "peak memory of the process following both runs",
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "MB",
+        ),
     ]
     return figures

@@ -228,10 +228,23 @@ def skeleton_of(run: Run, estimator: str, counter: Estimator | None = None) -> S
                 run, estimator, counter or ESTIMATORS[estimator]
             )
         _CACHE[key] = found
+        _forget_older(key)
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     _CACHE.move_to_end(key)
     return found
+
+
+def _forget_older(key: tuple[str, str, int]) -> None:
+    """Drop the cached skeletons of the run's older revisions under the estimator, but
+    the newest of them: a live run's next skeleton is extended from the one before
+    (contextsim.memo.grown), and nothing older is asked for again. Kept, a followed
+    run's last 64 revisions held hundreds of megabytes at 20,000 messages, and the
+    garbage collector walked them."""
+    public_id, estimator, revision = key
+    older = sorted(k for k in _CACHE if k[:2] == (public_id, estimator) and k[2] < revision)
+    for stale in older[:-1]:
+        del _CACHE[stale]
 
 
 def estimator_report(run: Run, reference: str) -> dict[str, Any]:

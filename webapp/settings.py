@@ -134,7 +134,9 @@ WSGI_APPLICATION = "webapp.wsgi.application"
 
 TEMPLATES = [
     {
-        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        # Django's, with each render's context let go at once (webapp.templating).
+        "BACKEND": "webapp.templating.DjangoTemplates",
+        "NAME": "django",
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {

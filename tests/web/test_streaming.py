@@ -564,3 +564,21 @@ def test_figures_after_appends_and_replaced_tails_equal_those_read_from_every_me
             "requests_with_usage": run.requests_with_usage,
             "peak_measured_context": run.peak_measured_context,
         } == streaming._figures(run)
+
+
+def test_a_followed_run_keeps_only_the_revision_it_grows_from_cached(key, live):
+    from contextsim import memo
+    from webapp import derived
+
+    client, run_id = live
+    derived._CACHE.clear()
+    for i in range(4):  # appends, each followed by a view
+        _append(client, key, run_id, _round(i))
+        run = Run.objects.get(public_id=run_id)
+        derived.skeleton_of(run, "chars4")
+    revisions = sorted(k[2] for k in derived._CACHE if k[0] == run_id)
+    assert revisions == [run.revision - 1, run.revision]
+    # The newest was extended from the one kept before it.
+    newest = derived._CACHE[(run_id, "chars4", run.revision)]
+    older = derived._CACHE[(run_id, "chars4", run.revision - 1)]
+    assert memo._GROWN[id(newest)][1]() is older
