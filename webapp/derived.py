@@ -242,9 +242,11 @@ def _forget_older(key: tuple[str, str, int]) -> None:
     run's last 64 revisions held hundreds of megabytes at 20,000 messages, and the
     garbage collector walked them."""
     public_id, estimator, revision = key
-    older = sorted(k for k in _CACHE if k[:2] == (public_id, estimator) and k[2] < revision)
+    # A copy of the keys, taken in one C call: views in other threads use the cache too.
+    cached = tuple(_CACHE)
+    older = sorted(k for k in cached if k[:2] == (public_id, estimator) and k[2] < revision)
     for stale in older[:-1]:
-        del _CACHE[stale]
+        _CACHE.pop(stale, None)
 
 
 def estimator_report(run: Run, reference: str) -> dict[str, Any]:
