@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from contextlib import suppress
 from dataclasses import replace
 from typing import Any
 
@@ -231,7 +232,8 @@ def skeleton_of(run: Run, estimator: str, counter: Estimator | None = None) -> S
         _forget_older(key)
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
-    _CACHE.move_to_end(key)
+    with suppress(KeyError):  # dropped meanwhile by a view in another thread
+        _CACHE.move_to_end(key)
     return found
 
 
