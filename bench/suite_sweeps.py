@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -80,9 +81,10 @@ def _cell_figures(long_id: str) -> list[Figure]:
 
 
 @contextmanager
-def serving(env: dict[str, str]) -> Iterator[None]:
+def serving(env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`manage.py serve` (the web server and its two worker processes) under `env`,
-    running until the block ends."""
+    running until the block ends; yields its base URL and its process. One that does
+    not stop is killed with its workers (its own session)."""
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--port", str(port), "--no-demo"],
@@ -90,13 +92,19 @@ def serving(env: dict[str, str]) -> Iterator[None]:
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
-        _wait(f"http://127.0.0.1:{port}/")
-        yield
+        base = f"http://127.0.0.1:{port}"
+        _wait(f"{base}/")
+        yield base, server
     finally:
         server.terminate()
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
 
 
 def _worker_figures(data_dir: str, fleet: list[str]) -> list[Figure]:

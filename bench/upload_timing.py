@@ -8,10 +8,7 @@ done. Used by suite `imports` (issue 14: browsable at >= 25 MB/s "end to end
 from __future__ import annotations
 
 import os
-import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from contextlib import closing
 from datetime import UTC, datetime
@@ -19,10 +16,8 @@ from pathlib import Path
 
 import httpx
 
-from bench.suite_appends import _wait
-from bench.suite_dashboard import _free_port
+from bench.suite_sweeps import serving
 
-ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 900
 """Seconds an import may take before the bench gives up on it."""
 
@@ -33,29 +28,11 @@ def upload(path: Path, data_dir: Path) -> tuple[float, float, float, float]:
     the worker's processes and of the web server's."""
     env = {**os.environ, "CONTEXTSIM_DATA_DIR": str(data_dir)}
     env.pop("DATABASE_URL", None)
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--port", str(port), "--no-demo"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its worker and pool killed with it if it hangs
-    )
-    try:
-        _wait(base)
+    with serving(env) as (base, server):
         started = _post(base, path)
         shown, finished = _followed(data_dir / "contextsim.sqlite3")
         worker = max(map(_peak, _descendants(server.pid)), default=0.0)
         return shown - started, finished - started, worker, _peak(server.pid)
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
 
 
 def _post(base: str, path: Path) -> float:
