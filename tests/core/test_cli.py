@@ -60,7 +60,7 @@ def test_inspect_reports_the_known_figures(corpus: Path, name, fmt, requests, pe
 
 
 def test_inspect_counts_codex_usage_events_once(corpus: Path):
-    (path,) = (corpus / "codex").glob("*.jsonl")
+    (path,) = (corpus / "codex").glob("localpush_redacted_rollout-*.jsonl")
     (run,) = json.loads(inspect(str(path)).stdout)["runs"]
     assert run["requests_with_usage"] == 286 and run["compactions"] == 1
 

@@ -39,7 +39,7 @@ def test_claude_code_messages_carry_their_records_times(corpus: Path):
 
 
 def test_codex_messages_carry_their_records_times(corpus: Path):
-    (path,) = sorted((corpus / "codex").glob("*.jsonl"))
+    (path,) = sorted((corpus / "codex").glob("localpush_redacted_rollout-*.jsonl"))
     stamps = _first_stamps(path, ("response_item",))
     run = parse_path(path).runs[0]
     timed = [m.time for m in run.messages if m.time is not None]
