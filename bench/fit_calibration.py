@@ -3,7 +3,7 @@
 Training text: bench/calibration/*.txt, written for this project (prose in 24 languages
 and registers, chat with emoji, code and tool output); never the UDHR corpus the
 estimators are evaluated on. Each file is split into paragraphs (blank-line separated),
-each paragraph one sample: its features (contextsim.estimators.calibrated.features)
+each paragraph one sample: its features (contextsim.counting.calibrated.features)
 and its token count by the real encoding.
 
 Fit: non-negative least squares of tokens on features, each sample weighted by
@@ -36,8 +36,8 @@ if str(ROOT) not in sys.path:  # run as a script: make `contextsim` importable
 
 import tiktoken  # noqa: E402
 
-from contextsim.estimators.calibrated import CONSTANTS, FEATURES, features  # noqa: E402
-from contextsim.estimators.offline_bpe import encoding  # noqa: E402
+from contextsim.counting.calibrated import CONSTANTS, FEATURES, features  # noqa: E402
+from contextsim.counting.offline_bpe import encoding  # noqa: E402
 
 TEXTS = Path(__file__).resolve().parent / "calibration"
 MODELS = {"o200k": "o200k_base", "cl100k": "cl100k_base"}

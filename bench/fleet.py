@@ -38,7 +38,7 @@ def main(count: int) -> None:
     django.setup()
     from django.contrib.auth import get_user_model
 
-    from contextsim.formats import ParsedFile
+    from contextsim.ingest.base import ParsedFile
     from webapp.models import Visibility
     from webapp.services.saving import save_parsed
 

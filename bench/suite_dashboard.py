@@ -55,7 +55,7 @@ def start_django(data_dir: str) -> None:
 def _setup(data_dir: str) -> str:
     """Django on a fresh SQLite database holding the generated run; returns its id."""
     start_django(data_dir)
-    from contextsim.formats import ParsedFile
+    from contextsim.ingest.base import ParsedFile
     from webapp.models import Visibility
     from webapp.services.saving import save_parsed
 

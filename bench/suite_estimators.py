@@ -24,9 +24,9 @@ from pathlib import Path
 
 from bench.report import Figure, best_of_each
 from bench.synthetic import mixed_script_text
-from contextsim.attribution import attribute
-from contextsim.estimators import ESTIMATORS
-from contextsim.estimators.calibrated import Calibrated
+from contextsim.counting.attribution import attribute
+from contextsim.counting.calibrated import Calibrated
+from contextsim.counting.estimators import ESTIMATORS
 
 PAIRS = (("calibrated-o200k", "o200k"), ("calibrated-cl100k", "cl100k"))
 """(calibrated estimator, the tiktoken estimator it imitates)."""

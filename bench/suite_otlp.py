@@ -160,7 +160,7 @@ def _import(name: str, raw: bytes, conversations: int) -> float:
     """Seconds to parse and save the same spans as one OTLP JSON file (`raw`)."""
     from django.contrib.auth import get_user_model
 
-    from contextsim.formats import parse_stream
+    from contextsim.ingest.detect import parse_stream
     from webapp.models import Visibility
     from webapp.services.saving import save_parsed
 

@@ -152,7 +152,7 @@ def _open_streams(proxied: str, stop: threading.Event, opened: list[int]) -> lis
 
 def _dashboard_run() -> str:
     from bench.synthetic import long_run
-    from contextsim.formats import ParsedFile
+    from contextsim.ingest.base import ParsedFile
     from webapp.models import Visibility
     from webapp.services.saving import save_parsed
 

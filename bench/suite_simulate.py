@@ -24,12 +24,12 @@ from typing import Any
 
 from bench.report import Figure, best_of, best_of_each, timed
 from bench.synthetic import long_run, mixed_script_text
-from contextsim.estimators import ESTIMATORS
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.counting.skeleton import Skeleton
+from contextsim.engine.simulate import Simulation, simulate
 from contextsim.model import Run
-from contextsim.policies import POLICIES
-from contextsim.simulate import Simulation, simulate
-from contextsim.skeleton import Skeleton
-from contextsim.skeleton_builder import build
+from contextsim.registry import POLICIES
 
 BUDGET = 400_000
 HARD_LIMIT = 1_000_000
@@ -53,7 +53,7 @@ def _say(text: str) -> None:
 def _simulation(sk: Skeleton, policy: str, scale: float = 1.0) -> Callable[[], object]:
     count = ESTIMATORS["chars4"].count
     budget, hard = round(BUDGET * scale), round(HARD_LIMIT * scale)
-    return lambda: simulate(sk, policy, budget=budget, hard_limit=hard, count=count)
+    return lambda: simulate(sk, POLICIES[policy], budget=budget, hard_limit=hard, count=count)
 
 
 SAME_WORK = SMALL / LARGE

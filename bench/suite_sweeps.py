@@ -33,8 +33,8 @@ def _setup(data_dir: str) -> tuple[list[str], str]:
     """Django on a fresh SQLite database with the fleet and the long run; returns the
     fleet's run ids and the long run's."""
     start_django(data_dir)
-    from contextsim.demo import demo_runs
-    from contextsim.formats import ParsedFile
+    from contextsim.ingest.base import ParsedFile
+    from contextsim.systems.seed.demo import demo_runs
     from webapp.models import Visibility
     from webapp.services.saving import save_parsed
 
@@ -60,7 +60,7 @@ def _cell_figures(long_id: str) -> list[Figure]:
     (as on a worker that has computed a cell of this run before)."""
     from django.contrib.auth import get_user_model
 
-    from contextsim.sweep import grid
+    from contextsim.analysis.sweep import grid
     from webapp.models import Run
     from webapp.services import sweeps
 

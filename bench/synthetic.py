@@ -19,8 +19,8 @@ import json
 import random
 from dataclasses import dataclass
 
-from contextsim.demo.text import paragraph
 from contextsim.model import Message, Part, Run, TextPart, ToolCallPart, ToolResultPart
+from contextsim.systems.seed.demo.text import paragraph
 
 CHARS_PER_TOKEN = 4
 

@@ -1,7 +1,7 @@
-"""`python -m contextsim`: the command line (contextsim.cli)."""
+"""`python -m contextsim`: the command line (contextsim.cli.main)."""
 
 import sys
 
-from contextsim.cli import main
+from contextsim.cli.main import main
 
 sys.exit(main())

@@ -14,12 +14,12 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from contextsim import model as core
-from contextsim import skeleton
-from contextsim.estimator_report import compare_text, run_text
-from contextsim.estimators import ESTIMATORS, Estimator, seed_counts
-from contextsim.formats.native import parse_message
-from contextsim.skeleton import Skeleton, from_dict
-from contextsim.skeleton_builder import SkeletonBuilder
+from contextsim.analysis.estimator_report import compare_text, run_text
+from contextsim.counting import skeleton
+from contextsim.counting.builder import SkeletonBuilder
+from contextsim.counting.estimators import ESTIMATORS, Estimator, seed_counts
+from contextsim.counting.skeleton import Skeleton, from_dict
+from contextsim.systems.native.format import parse_message
 from webapp.models import EstimatorReport, Message, Run, RunSkeleton
 from webapp.statements import update_rows
 
@@ -240,7 +240,7 @@ def skeleton_of(run: Run, estimator: str, counter: Estimator | None = None) -> S
 def _forget_older(key: tuple[str, str, int]) -> None:
     """Drop the cached skeletons of the run's older revisions under the estimator, but
     the newest of them: a live run's next skeleton is extended from the one before
-    (contextsim.memo.grown), and nothing older is asked for again. Kept, a followed
+    (contextsim.engine.memory.grown), and nothing older is asked for again. Kept, a followed
     run's last 64 revisions held hundreds of megabytes at 20,000 messages, and the
     garbage collector walked them."""
     public_id, estimator, revision = key
@@ -252,7 +252,7 @@ def _forget_older(key: tuple[str, str, int]) -> None:
 
 
 def estimator_report(run: Run, reference: str) -> dict[str, Any]:
-    """The run's comparison by script (see contextsim.estimator_report.compare_text),
+    """The run's comparison by script (see contextsim.analysis.estimator_report.compare_text),
     computed once per reference and kept."""
     found = EstimatorReport.objects.filter(run=run, reference=reference).first()
     if found is not None and set(ESTIMATORS) <= set(found.data["total"]):

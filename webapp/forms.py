@@ -8,11 +8,11 @@ from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
-from contextsim.estimators import DEFAULT
-from contextsim.formats import IMPORTERS
-from contextsim.policies import POLICIES
-from contextsim.simulate import MAX_TOKENS
-from contextsim.sweep import SweepError, grid, parse_budgets, parse_settings
+from contextsim.analysis.sweep import SweepError, grid, parse_budgets, parse_settings
+from contextsim.counting.estimators import DEFAULT
+from contextsim.engine.simulate import MAX_TOKENS
+from contextsim.ingest.detect import IMPORTERS
+from contextsim.registry import POLICIES
 
 
 class MultipleFileInput(forms.ClearableFileInput):

@@ -186,7 +186,7 @@ class Run(models.Model):
     stream's `start` replacing its tail): a skeleton of a later revision is extended
     with the messages added since, not built again."""
     counting = models.JSONField(default=list, blank=True)
-    """Estimators (contextsim.estimators.SLOW) whose counts its import is still making:
+    """Estimators (contextsim.counting.estimators.SLOW) whose counts its import is still making:
     shown meanwhile by their stand-ins (STAND_INS)."""
 
     objects = ReadyRuns()
@@ -307,7 +307,7 @@ class CustomRates(models.Model):
 
 
 class Sweep(models.Model):
-    """A what-if sweep: configurations (policy x budget, see contextsim.sweep.Config)
+    """A what-if sweep: configurations (policy x budget, see contextsim.analysis.sweep.Config)
     over a set of runs, one cell per (run, configuration), each computed by a worker.
     Private to its owner."""
 
@@ -329,7 +329,7 @@ class Sweep(models.Model):
 
 
 class SweepCell(Job):
-    """One (run, configuration) of a sweep: its outcome (contextsim.sweep.Outcome as a
+    """One (run, configuration) of a sweep: its outcome (contextsim.analysis.sweep.Outcome as a
     dict) once a worker has simulated it, or the error that stopped it."""
 
     sweep = models.ForeignKey(Sweep, on_delete=models.CASCADE, related_name="cells")
@@ -472,7 +472,7 @@ class ReceivedSpan(models.Model):
 class ReceivedEvent(models.Model):
     """A GenAI message event received over OTLP as a log record (the logs signal), kept
     as the span event it stands for (OTLP JSON) until and after its span arrives: the
-    span's call is read with it (contextsim.formats.otel_events.log_events). Stored once
+    span's call is read with it (contextsim.systems.otel.events.log_events). Stored once
     per owner: an exporter's retry adds nothing."""
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)

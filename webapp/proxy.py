@@ -30,8 +30,8 @@ import httpx
 from django.conf import settings
 from django.db import close_old_connections
 
-from contextsim.capture import session_marker
-from contextsim.formats import sse
+from contextsim.ingest import sse
+from contextsim.ingest.captures import session_marker
 from webapp.callers import caller
 from webapp.services.capture import Capture, record
 

@@ -10,12 +10,12 @@ from typing import Any
 
 from django.http import QueryDict
 
-from contextsim.estimators import DEFAULT, ESTIMATORS, Estimator
-from contextsim.policies import POLICIES
-from contextsim.policies.base import changed_params, make_params, param_fields
-from contextsim.prices import DEFAULT_BUDGET, DEFAULT_HARD_LIMIT, default_limits
-from contextsim.simulate import MAX_TOKENS, REPLAY
-from contextsim.sweep import Config
+from contextsim.analysis.sweep import Config
+from contextsim.counting.estimators import DEFAULT, ESTIMATORS, Estimator
+from contextsim.engine.policy import changed_params, make_params, param_fields
+from contextsim.engine.simulate import MAX_TOKENS, REPLAY
+from contextsim.registry import POLICIES
+from contextsim.truth.prices import DEFAULT_BUDGET, DEFAULT_HARD_LIMIT, default_limits
 
 DEFAULTS = {
     "policy": REPLAY,

@@ -76,8 +76,8 @@ def fleet(page):  # type: ignore[no-untyped-def]
     the local user; Celery tasks run in the request that queues them."""
     from django.contrib.auth.models import User
 
-    from contextsim.demo import demo_runs
-    from contextsim.formats import ParsedFile
+    from contextsim.ingest.base import ParsedFile
+    from contextsim.systems.seed.demo import demo_runs
     from webapp.celery import app
     from webapp.models import Visibility
     from webapp.services.saving import save_parsed

@@ -41,7 +41,7 @@ def test_a_sweep_started_from_a_collection_shows_its_outcome_and_opens_cells(pag
 
 
 def test_the_sweep_page_follows_progress_and_shows_the_outcome_when_done(page, fleet):
-    from contextsim.sweep import grid
+    from contextsim.analysis.sweep import grid
     from webapp.models import Sweep
     from webapp.services import sweeps
 
@@ -68,7 +68,7 @@ def test_the_sweep_page_follows_progress_and_shows_the_outcome_when_done(page, f
 
 
 def test_the_outcome_drawn_after_following_progress_looks_like_a_fresh_load(page, fleet, chromium):
-    from contextsim.sweep import grid
+    from contextsim.analysis.sweep import grid
     from tests.browser.test_dashboard import chart_image, differing_share
     from webapp.models import Sweep
     from webapp.services import sweeps

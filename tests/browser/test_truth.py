@@ -17,7 +17,7 @@ SESSION = "claude_code/codemie_session-624a4a58.jsonl"
 def compacted(page, corpus):  # type: ignore[no-untyped-def]
     from django.contrib.auth.models import User
 
-    from contextsim.formats import parse_path
+    from contextsim.ingest.detect import parse_path
     from webapp.models import Visibility
     from webapp.services.saving import save_parsed
 

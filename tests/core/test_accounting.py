@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.estimators import ESTIMATORS
-from contextsim.policies import POLICIES
-from contextsim.simulate import explain, simulate
-from contextsim.skeleton_builder import build
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.simulate import explain, simulate
+from contextsim.registry import POLICIES
 from tests.core.histories import histories
 
 EST = ESTIMATORS["chars4"]
@@ -27,7 +27,7 @@ def sent_items(sim, step):
 @given(histories(max_rounds=20), st.integers(3_000, 500_000), st.sampled_from(sorted(POLICIES)))
 def test_prefix_sums_equal_the_expanded_request(run, budget, policy):
     sk = build(run, EST)
-    sim = simulate(sk, policy, budget=budget, hard_limit=budget * 2, count=EST.count)
+    sim = simulate(sk, POLICIES[policy], budget=budget, hard_limit=budget * 2, count=EST.count)
     previous = None
     for r in sim.records:
         items = sent_items(sim, r.step)
@@ -55,7 +55,7 @@ def test_prefix_sums_equal_the_expanded_request(run, budget, policy):
 
 
 def test_cost_reads_the_cached_prefix_at_the_cache_price():
-    from contextsim.costs import PRESETS, request_cost
+    from contextsim.truth.costs import PRESETS, request_cost
 
     anthropic = PRESETS["anthropic"]
     assert request_cost(anthropic, 1_000_000, 0, 0) == pytest.approx(3.0 * 1.25)

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.attribution import ALIASES, attribute, byte_segments, token_lengths
-from contextsim.estimators.offline_bpe import encoding
-from contextsim.scripts import SCRIPTS
+from contextsim.counting.attribution import ALIASES, attribute, byte_segments, token_lengths
+from contextsim.counting.offline_bpe import encoding
+from contextsim.counting.scripts import SCRIPTS
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 
@@ -54,7 +54,7 @@ def test_tokens_that_split_a_character_all_go_to_its_script(name):
 
 
 def test_ties_go_to_the_script_listed_first_and_ascii_other_loses():
-    from contextsim.attribution import _majority
+    from contextsim.counting.attribution import _majority
 
     bounds = [(1, "ascii_other"), (2, "ascii_alnum"), (4, "cyrillic"), (6, "greek")]
     assert _majority(bounds, 0, 0, 2) == "ascii_alnum"  # one byte each: other loses

@@ -16,9 +16,9 @@ from bench.synthetic import (
     long_run,
     mixed_script_text,
 )
-from contextsim.estimators import ESTIMATORS
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
 from contextsim.model import Run, request_count, steps, tool_rounds, user_turns
-from contextsim.skeleton_builder import build
 
 STEPS = 1_000
 

@@ -18,8 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextsim.estimators import ESTIMATORS
-from contextsim.estimators.calibrated import (
+from contextsim.counting.calibrated import (
     CHUNK,
     CONSTANTS,
     FEATURE_SCRIPT,
@@ -31,6 +30,7 @@ from contextsim.estimators.calibrated import (
     pair_counts,
     pair_weights,
 )
+from contextsim.counting.estimators import ESTIMATORS
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = {"calibrated-o200k": "o200k", "calibrated-cl100k": "cl100k"}
@@ -66,7 +66,7 @@ def test_constants_name_every_feature_and_their_encoding():
 
 
 def test_every_feature_is_reported_under_a_script():
-    from contextsim.scripts import SCRIPTS
+    from contextsim.counting.scripts import SCRIPTS
 
     assert set(FEATURE_SCRIPT) == set(FEATURES)
     assert set(FEATURE_SCRIPT.values()) <= set(SCRIPTS)
@@ -103,7 +103,7 @@ def test_pair_counts_match_a_byte_by_byte_reading():
 
 
 def _key(byte: int, following: int) -> int:
-    from contextsim.estimators.calibrated import _CLASS
+    from contextsim.counting.calibrated import _CLASS
 
     return _CLASS[byte][0] << 4 | _CLASS[following][1]
 

@@ -1,4 +1,4 @@
-"""Captured calls placed in their conversations (contextsim.capture), the client's
+"""Captured calls placed in their conversations (contextsim.ingest.captures), the client's
 session markers, and the Responses API reader."""
 
 from __future__ import annotations
@@ -6,9 +6,16 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.capture import Conversation, Placement, choose, conversation, place, session_marker
-from contextsim.formats.responses import ResponsesDialect
+from contextsim.ingest.captures import (
+    Conversation,
+    Placement,
+    choose,
+    conversation,
+    place,
+    session_marker,
+)
 from contextsim.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, Usage
+from contextsim.systems.openai_api.responses import ResponsesDialect
 
 
 def m(role: str, text: str) -> Message:

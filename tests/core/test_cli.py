@@ -45,7 +45,7 @@ KEYS = {
         ("claude_code/codemie_session-196820da.jsonl", "claude-code", 47, 141_315),
         ("claude_code/ccviewer_fe5e1c67.jsonl", "claude-code", 170, 42_726),
         ("claude_code/ccviewer_5c0375b4.jsonl", "claude-code", 20, None),
-        ("openai_chat/inspect_2025-05-12T20-27-36-04-00_browser.json", "openai", 5, 5_915),
+        ("openai_chat/inspect_2025-05-12T20-27-36-04-00_browser.json", "inspect-ai", 5, 5_915),
     ],
 )
 def test_inspect_reports_the_known_figures(corpus: Path, name, fmt, requests, peak):
@@ -83,4 +83,7 @@ def test_inspect_of_an_unknown_format_lists_the_supported_ones(tmp_path: Path):
     path.write_text('{"hello": 1}')
     result = inspect(str(path))
     assert result.returncode == 2
-    assert "supported formats: native, claude-code, codex, anthropic, openai" in result.stderr
+    assert (
+        "supported formats: native, claude-code, codex, inspect-ai, anthropic, openai"
+        in result.stderr
+    )

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from contextsim.estimators import ESTIMATORS
+from contextsim.counting.estimators import ESTIMATORS
 from tests.conftest import ROOT
 
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from contextsim import exports
-from contextsim.cli import main
-from contextsim.exports.base import ExportContext, Snippet
+from contextsim import registry as exports
+from contextsim.cli.main import main
+from contextsim.systems.exporting import ExportContext, Snippet
 
 
 def two_targets(ctx: ExportContext) -> tuple[Snippet, ...]:
@@ -23,7 +23,7 @@ def two_targets(ctx: ExportContext) -> tuple[Snippet, ...]:
 
 @pytest.fixture(autouse=True)
 def exported(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(exports.EXPORTERS, "mythex", two_targets)
+    monkeypatch.setitem(exports.EXPORTERS.loaded(), "mythex", two_targets)
 
 
 def test_json_gives_every_target_with_the_chosen_parameters(capsys):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from contextsim.compaction_points import compaction_points, requests_of
-from contextsim.estimators import ESTIMATORS
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.simulate import reconciliation
 from contextsim.model import Compaction, Message, Run, TextPart, Usage
-from contextsim.simulate import reconciliation
-from contextsim.skeleton_builder import build
+from contextsim.truth.compaction_points import compaction_points, requests_of
 
 EST = ESTIMATORS["chars4"]
 SESSION = "s-1"

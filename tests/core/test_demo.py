@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from contextsim.demo import (
+from contextsim.counting.estimators import (
+    ESTIMATORS,
+    MESSAGE_OVERHEAD,
+    count_message,
+    count_parts,
+)
+from contextsim.model import Run, steps, tool_rounds, user_turns
+from contextsim.systems.seed.demo import (
     BUDGET,
     CHAPTERS_PER_SUBAGENT,
     DEMOS,
@@ -16,14 +23,7 @@ from contextsim.demo import (
     all_demo_runs,
     demo_runs,
 )
-from contextsim.demo.text import chapter_text
-from contextsim.estimators import (
-    ESTIMATORS,
-    MESSAGE_OVERHEAD,
-    count_message,
-    count_parts,
-)
-from contextsim.model import Run, steps, tool_rounds, user_turns
+from contextsim.systems.seed.demo.text import chapter_text
 
 SMALL = 2_000
 O200K = ESTIMATORS["o200k"]

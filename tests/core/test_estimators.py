@@ -11,14 +11,14 @@ import tiktoken
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextsim.estimators import (
+from contextsim.counting import offline_bpe
+from contextsim.counting.estimators import (
     ESTIMATORS,
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD,
     content_key,
     count_all,
     count_message,
-    offline_bpe,
     seed_counts,
 )
 from contextsim.model import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart

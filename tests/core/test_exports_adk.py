@@ -11,8 +11,8 @@ import importlib.util
 
 import pytest
 
-from contextsim.exports import ExportContext, export
-from contextsim.policies.adk import AdkParams
+from contextsim.registry import ExportContext, export
+from contextsim.systems.adk.policies import AdkParams
 
 
 def config_arguments(text: str) -> dict[str, object]:

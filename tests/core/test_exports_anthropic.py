@@ -14,15 +14,15 @@ import pytest
 from anthropic.types.beta.beta_context_management_config_param import Edit
 from pydantic import TypeAdapter
 
-from contextsim.exports import EXPORTERS, export
-from contextsim.exports.base import ExportContext, Snippet
-from contextsim.policies.anthropic_compaction import AnthropicCompactionParams
-from contextsim.policies.base import make_params
-from contextsim.policies.editing import (
+from contextsim.engine.policy import make_params
+from contextsim.registry import EXPORTERS, export
+from contextsim.systems.anthropic_api.compaction import AnthropicCompactionParams
+from contextsim.systems.anthropic_api.policies import (
     AnthropicClearParams,
     AnthropicEditingParams,
     ClearThinkingParams,
 )
+from contextsim.systems.exporting import ExportContext, Snippet
 
 EDITING = "context-management-2025-06-27"
 COMPACTION = "compact-2026-01-12"

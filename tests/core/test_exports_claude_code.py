@@ -9,14 +9,14 @@ import json
 
 import pytest
 
-from contextsim.estimators import ESTIMATORS
-from contextsim.exports import ExportContext, Snippet, export
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.policy import Context
 from contextsim.model import Message, Run, TextPart
-from contextsim.policies.base import Context
-from contextsim.policies.compaction import ClaudeCodeParams, ClaudeCodePlanner
-from contextsim.policies.microcompact import MicrocompactParams
-from contextsim.prices import model_facts
-from contextsim.skeleton_builder import build
+from contextsim.registry import ExportContext, Snippet, export
+from contextsim.systems.claude_code.microcompact import MicrocompactParams
+from contextsim.systems.claude_code.policies import ClaudeCodeParams, ClaudeCodePlanner
+from contextsim.truth.prices import model_facts
 
 EST = ESTIMATORS["chars4"]
 MODEL = "claude-sonnet-4-5"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import tomllib
 
-from contextsim.exports import ExportContext, export
-from contextsim.policies.compaction import CodexParams
+from contextsim.registry import ExportContext, export
+from contextsim.systems.codex.policies import CodexParams
 
 
 def exported(params: CodexParams, hard_limit: int = 400_000) -> tuple[dict[str, object], str]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from inspect_ai.model import CompactionAuto, CompactionEdit, CompactionSummary, CompactionTrim
 
-from contextsim.exports import ExportContext, export
-from contextsim.policies.inspect_ai import InspectParams
+from contextsim.registry import ExportContext, export
+from contextsim.systems.inspect_ai.policies import InspectParams
 
 
 def run(params: InspectParams) -> dict[str, object]:

@@ -21,19 +21,19 @@ from langchain.agents.middleware import (
 )
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
-from contextsim.estimators import ESTIMATORS
-from contextsim.exports import EXPORTERS, ExportContext, Snippet, export
-from contextsim.exports.langchain import DEFAULT_MODEL, TRUNCATE_MAX_LENGTH, TRUNCATION_TEXT
-from contextsim.policies.deepagents import DeepAgentsParams
-from contextsim.policies.langchain import LangChainClearParams, LangChainTrimParams
-from contextsim.policies.langchain_summary import LangChainSummaryParams
-from contextsim.simulate import simulate
-from contextsim.skeleton import approx_tokens
-from contextsim.skeleton_builder import build
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.counting.skeleton import approx_tokens
+from contextsim.engine.simulate import simulate
+from contextsim.registry import EXPORTERS, POLICIES, ExportContext, Snippet, export
+from contextsim.systems.langchain.deepagents import DeepAgentsParams
+from contextsim.systems.langchain.export import DEFAULT_MODEL, TRUNCATE_MAX_LENGTH, TRUNCATION_TEXT
+from contextsim.systems.langchain.policies import LangChainClearParams, LangChainTrimParams
+from contextsim.systems.langchain.summarization import LangChainSummaryParams
 from tests.fidelity.test_langchain_differential import _index, random_run, to_langchain
 
 EST = ESTIMATORS["chars4"]
-POLICIES = ("langchain_clear_tool_uses", "langchain_trim", "langchain_summarization", "deepagents")
+NAMES = ("langchain_clear_tool_uses", "langchain_trim", "langchain_summarization", "deepagents")
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def only(policy: str, ctx: ExportContext) -> Snippet:
 
 
 def test_every_langchain_policy_has_an_exporter():
-    assert set(POLICIES) <= set(EXPORTERS)
+    assert set(NAMES) <= set(EXPORTERS)
 
 
 # --- ContextEditingMiddleware ------------------------------------------------------------
@@ -130,7 +130,9 @@ def test_trim_snippet_trims_what_the_simulation_trims(seed, fake_models):
     )
     ns = run_snippet(only("langchain_trim", ExportContext(p, budget, budget * 2, "gpt-5")))
     assert ns["MAX_TOKENS"] == budget and ns["agent"] is not None
-    sim = simulate(sk, "langchain_trim", p, budget=budget, hard_limit=budget * 2, count=EST.count)
+    sim = simulate(
+        sk, POLICIES["langchain_trim"], p, budget=budget, hard_limit=budget * 2, count=EST.count
+    )
     forms = to_langchain(run)
     acted = 0
     for k, end in enumerate(sk.ends):
@@ -205,7 +207,7 @@ def test_summarization_snippet_decides_as_the_simulation(seed, fake_models):
     ns = run_snippet(only("langchain_summarization", ExportContext(p, 1, 10**6, "gpt-5")))
     mw = ns["summarization"]
     sim = simulate(
-        sk, "langchain_summarization", p, budget=10**9, hard_limit=10**9, count=EST.count
+        sk, POLICIES["langchain_summarization"], p, budget=10**9, hard_limit=10**9, count=EST.count
     )
     first = next(r for r in sim.records if r.plan.gap_end)
     forms = to_langchain(run)

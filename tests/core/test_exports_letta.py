@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import letta_client
 
-from contextsim.exports import ExportContext, export
-from contextsim.policies.letta import LettaSlidingParams, LettaSummarizerParams
+from contextsim.registry import ExportContext, export
+from contextsim.systems.letta.policies import LettaSlidingParams, LettaSummarizerParams
 
 AGENT = {"id": "agent-1", "name": "a"}
 

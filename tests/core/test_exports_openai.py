@@ -20,13 +20,12 @@ from agents.run_config import CallModelData, ModelInputData
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.estimators import ESTIMATORS
-from contextsim.exports import EXPORTERS, ExportContext, Snippet, export
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.simulate import simulate
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart
-from contextsim.policies.observations import TrimmerParams
-from contextsim.policies.openai import CompactionParams, TruncationParams
-from contextsim.simulate import simulate
-from contextsim.skeleton_builder import build
+from contextsim.registry import EXPORTERS, POLICIES, ExportContext, Snippet, export
+from contextsim.systems.openai_api.policies import CompactionParams, TrimmerParams, TruncationParams
 from tests.conftest import off_the_main_thread
 
 EST = ESTIMATORS["chars4"]
@@ -226,7 +225,12 @@ def test_the_exported_trimmer_trims_what_the_simulation_trims(run, turns, most, 
     trimmer = namespace["run_config"].call_model_input_filter
     sk = build(run, EST)
     sim = simulate(
-        sk, "openai_tool_output_trimmer", params, budget=10**7, hard_limit=10**8, count=EST.count
+        sk,
+        POLICIES["openai_tool_output_trimmer"],
+        params,
+        budget=10**7,
+        hard_limit=10**8,
+        count=EST.count,
     )
     agent: Agent[Any] = Agent(name="a")
     for record in sim.records:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import tomllib
 
-from contextsim.exports import ExportContext, export
-from contextsim.policies.compaction import ForgettingParams, SummarizingParams
-from contextsim.policies.observations import MaskingParams
+from contextsim.registry import ExportContext, export
+from contextsim.systems.openhands.policies import ForgettingParams, MaskingParams, SummarizingParams
 
 
 def toml(policy: str, params: object) -> dict[str, object]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import yaml
 
-from contextsim.exports import ExportContext, export
-from contextsim.policies.observations import LastNParams
+from contextsim.registry import ExportContext, export
+from contextsim.systems.swe_agent.policies import LastNParams
 
 
 def test_the_history_processor_yaml_round_trips_n_and_polling():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from contextsim.demo import demo_runs
-from contextsim.estimators import count_message
-from contextsim.fit import CustomEstimator, fit_rates, mean_abs_error, request_features
+from contextsim.counting.estimators import count_message
+from contextsim.counting.fitting import CustomEstimator, fit_rates, mean_abs_error, request_features
 from contextsim.model import Message, Run, TextPart, Usage, steps
+from contextsim.systems.seed.demo import demo_runs
 
 
 def errors(run: Run, estimator) -> float:
@@ -19,7 +19,7 @@ def errors(run: Run, estimator) -> float:
 
 
 def test_fitted_rates_explain_the_measured_usage_better_than_the_seed_rule():
-    from contextsim.estimators import ESTIMATORS
+    from contextsim.counting.estimators import ESTIMATORS
 
     (run,) = demo_runs("early-stop", chapter_chars=20_000)
     rates = fit_rates(run)

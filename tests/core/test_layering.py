@@ -128,7 +128,7 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_two_modules_import_each_other_directly_or_through_others():
     graph = _graph()
-    assert "webapp.tasks" in graph and "contextsim.scripts" in graph
+    assert "webapp.tasks" in graph and "contextsim.counting.scripts" in graph
     assert _circles(graph) == []
 
 
@@ -186,3 +186,28 @@ def test_every_module_says_what_it_is_for():
         if path.read_text().strip() and ast.get_docstring(ast.parse(path.read_text())) is None
     ]
     assert missing == []
+
+
+LOWER_STAGES = (
+    "contextsim.model",
+    "contextsim.ingest",
+    "contextsim.counting",
+    "contextsim.engine",
+    "contextsim.truth",
+)
+ABOVE = ("contextsim.systems", "contextsim.registry", "contextsim.analysis", "contextsim.cli")
+
+
+def test_the_engine_and_the_stages_below_it_name_no_agent_system():
+    """Systems and the registries sit above the engine: model, ingest, counting, engine
+    and truth import none of them (detection alone reads the importers' registry)."""
+    offenders = {
+        name: sorted(i for i in imports if _within(i, ABOVE))
+        for name, imports in _graph().items()
+        if _within(name, LOWER_STAGES) and name != "contextsim.ingest.detect"
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+    assert _graph()["contextsim.ingest.detect"] & set(_modules()) == {
+        "contextsim.ingest.base",
+        "contextsim.registry",
+    }

@@ -10,20 +10,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.counting.skeleton import from_dict, to_dict
+from contextsim.engine.policy import make_params
+from contextsim.engine.simulate import explain, simulate
 from contextsim.model import Message, Run, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
-from contextsim.policies import POLICIES
-from contextsim.policies.anthropic_compaction import AnthropicCompactionParams
-from contextsim.policies.base import make_params
-from contextsim.policies.editing import (
+from contextsim.registry import POLICIES
+from contextsim.systems.anthropic_api.compaction import AnthropicCompactionParams
+from contextsim.systems.anthropic_api.policies import (
     AnthropicClearParams,
     AnthropicEditingParams,
     ClearThinkingParams,
 )
-from contextsim.reconcile import Reconciliation
-from contextsim.simulate import explain, simulate
-from contextsim.skeleton import from_dict, to_dict
-from contextsim.skeleton_builder import build
+from contextsim.truth.reconcile import Reconciliation
 from tests.core.histories import histories
 
 EST = ESTIMATORS["chars4"]
@@ -40,7 +40,9 @@ def whole(*texts: str) -> int:
 
 def sim(run: Run, policy: str, params=None, budget=10_000_000, hard_limit=10_000_000, **kw):
     sk = build(run, EST)
-    return simulate(sk, policy, params, budget=budget, hard_limit=hard_limit, count=EST.count, **kw)
+    return simulate(
+        sk, POLICIES[policy], params, budget=budget, hard_limit=hard_limit, count=EST.count, **kw
+    )
 
 
 SYSTEM = Message("system", (TextPart("s" * 400),))
@@ -365,7 +367,7 @@ def test_clear_thinking_sends_the_thinking_of_the_newest_turns_only(run, keep):
     sk = build(run, EST)
     s = simulate(
         sk,
-        "anthropic_clear_thinking",
+        POLICIES["anthropic_clear_thinking"],
         ClearThinkingParams(keep=keep),
         budget=10**8,
         hard_limit=10**8,
@@ -404,7 +406,7 @@ def test_prefix_sums_equal_the_expanded_request_with_thinking(run, policy, trigg
     params = POLICIES[policy].Params()
     if policy == "anthropic_context_editing":
         params = AnthropicEditingParams(trigger=trigger, keep=1, clear_tool_inputs=True)
-    s = simulate(sk, policy, params, budget=10**8, hard_limit=10**8, count=EST.count)
+    s = simulate(sk, POLICIES[policy], params, budget=10**8, hard_limit=10**8, count=EST.count)
     previous = None
     for r in s.records:
         items = sent_items(s, r.step)
@@ -433,7 +435,12 @@ def test_compaction_never_sends_a_request_over_its_trigger(run, trigger):
     sk = build(run, EST)
     params = AnthropicCompactionParams(trigger=trigger)
     s = simulate(
-        sk, "anthropic_compaction", params, budget=10**8, hard_limit=10**8, count=EST.count
+        sk,
+        POLICIES["anthropic_compaction"],
+        params,
+        budget=10**8,
+        hard_limit=10**8,
+        count=EST.count,
     )
     boundary = 0
     for r in s.records:
@@ -450,7 +457,12 @@ def test_preserved_messages_never_separate_a_call_from_its_results(run, trigger,
         trigger=trigger, pause_after_compaction=True, preserve_messages=kept
     )
     s = simulate(
-        sk, "anthropic_compaction", params, budget=10**8, hard_limit=10**8, count=EST.count
+        sk,
+        POLICIES["anthropic_compaction"],
+        params,
+        budget=10**8,
+        hard_limit=10**8,
+        count=EST.count,
     )
     for r in s.records:
         letters = s.dispositions(r.step)

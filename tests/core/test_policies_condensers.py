@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.engine.simulate import Simulation, simulate
 from contextsim.model import Message, Run, TextPart
-from contextsim.policies import POLICIES
-from contextsim.simulate import Simulation, simulate
-from contextsim.skeleton_builder import build
+from contextsim.registry import POLICIES
 from tests.core.test_policies_editing import call, result, rounds, user
 
 EST = ESTIMATORS["chars4"]
@@ -21,7 +21,7 @@ EST = ESTIMATORS["chars4"]
 def sim(policy: str, run: Run, **params: Any) -> Simulation:
     chosen = POLICIES[policy].Params(**params)
     sk = build(run, EST)
-    return simulate(sk, policy, chosen, budget=10**7, hard_limit=10**8, count=EST.count)
+    return simulate(sk, POLICIES[policy], chosen, budget=10**7, hard_limit=10**8, count=EST.count)
 
 
 def results_letters(s: Simulation, step: int) -> str:

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.engine.policy import make_params
+from contextsim.engine.simulate import Simulation, simulate
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart
-from contextsim.policies import POLICIES
-from contextsim.policies.base import make_params
-from contextsim.policies.editing import ANTHROPIC_PLACEHOLDER, AnthropicClearParams
-from contextsim.policies.langchain import LangChainClearParams, LangChainTrimParams
-from contextsim.simulate import Simulation, simulate
-from contextsim.skeleton_builder import build
+from contextsim.registry import POLICIES
+from contextsim.systems.anthropic_api.policies import ANTHROPIC_PLACEHOLDER, AnthropicClearParams
+from contextsim.systems.langchain.policies import LangChainClearParams, LangChainTrimParams
 
 EST = ESTIMATORS["chars4"]
 EDITING = ("anthropic_clear_tool_uses", "langchain_clear_tool_uses", "langchain_trim")
@@ -48,7 +48,12 @@ def anthropic(run: Run, **params: Any) -> Simulation:
     sk = build(run, EST)
     chosen = AnthropicClearParams(**params)
     return simulate(
-        sk, "anthropic_clear_tool_uses", chosen, budget=10**7, hard_limit=10**8, count=EST.count
+        sk,
+        POLICIES["anthropic_clear_tool_uses"],
+        chosen,
+        budget=10**7,
+        hard_limit=10**8,
+        count=EST.count,
     )
 
 
@@ -260,7 +265,7 @@ def test_a_request_depends_only_on_the_messages_before_it(name: str) -> None:
     for run in (whole, cut):
         sk = build(run, EST)
         chosen = POLICIES[name].Params(**params)
-        sim = simulate(sk, name, chosen, budget=8_000, hard_limit=10**6, count=EST.count)
+        sim = simulate(sk, POLICIES[name], chosen, budget=8_000, hard_limit=10**6, count=EST.count)
         plans.append([r.plan for r in sim.records])
     shared = len(plans[1]) - 1  # the cut run's last request is its pending one
     assert plans[0][:shared] == plans[1][:shared]

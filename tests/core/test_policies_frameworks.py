@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.engine.simulate import Simulation, simulate
 from contextsim.model import Message, Run, TextPart
-from contextsim.policies import POLICIES
-from contextsim.policies.adk import AdkParams
-from contextsim.policies.inspect_ai import InspectParams
-from contextsim.policies.letta import LettaSummarizerParams
-from contextsim.simulate import Simulation, simulate
-from contextsim.skeleton_builder import build
+from contextsim.registry import POLICIES
+from contextsim.systems.adk.policies import AdkParams
+from contextsim.systems.inspect_ai.policies import InspectParams
+from contextsim.systems.letta.policies import LettaSummarizerParams
 from tests.core.test_policies_editing import rounds, user
 
 EST = ESTIMATORS["chars4"]
@@ -26,7 +26,7 @@ SYSTEM = Message("system", (TextPart("be brief"),))
 def sim(policy: str, run: Run, **params: Any) -> Simulation:
     sk = build(run, EST)
     chosen = POLICIES[policy].Params(**params)
-    return simulate(sk, policy, chosen, budget=10**7, hard_limit=10**8, count=EST.count)
+    return simulate(sk, POLICIES[policy], chosen, budget=10**7, hard_limit=10**8, count=EST.count)
 
 
 def invocations(count: int, per: int, chars: int = 4_000) -> Run:

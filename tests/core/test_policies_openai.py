@@ -9,14 +9,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.estimators import ESTIMATORS
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.counting.skeleton import Skeleton
+from contextsim.engine.cuts import violations
+from contextsim.engine.simulate import Simulation, simulate
 from contextsim.model import Message, Run, TextPart
-from contextsim.policies.cuts import violations
-from contextsim.policies.openai import CompactionParams, TruncationParams
-from contextsim.reconcile import Reconciliation
-from contextsim.simulate import Simulation, simulate
-from contextsim.skeleton import Skeleton
-from contextsim.skeleton_builder import build
+from contextsim.registry import POLICIES
+from contextsim.systems.openai_api.policies import CompactionParams, TruncationParams
+from contextsim.truth.reconcile import Reconciliation
 from tests.core.histories import histories
 from tests.core.test_policies_editing import rounds, user
 
@@ -35,7 +36,7 @@ def truncated(
 ) -> Simulation:
     return simulate(
         build(run, EST),
-        "openai_truncation_auto",
+        POLICIES["openai_truncation_auto"],
         TruncationParams(**params),
         budget=hard_limit,
         hard_limit=hard_limit,
@@ -47,7 +48,7 @@ def truncated(
 def compacted(run: Run, reconcile: Reconciliation | None = None, **params: Any) -> Simulation:
     return simulate(
         build(run, EST),
-        "openai_compaction",
+        POLICIES["openai_compaction"],
         CompactionParams(**params),
         budget=10**7,
         hard_limit=10**8,

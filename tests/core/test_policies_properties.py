@@ -8,12 +8,12 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.estimators import ESTIMATORS
-from contextsim.policies import POLICIES as REGISTRY
-from contextsim.policies.base import Context
-from contextsim.policies.seed import MythexParams, MythexPlanner
-from contextsim.simulate import simulate
-from contextsim.skeleton_builder import build
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.policy import Context
+from contextsim.engine.simulate import simulate
+from contextsim.registry import POLICIES as REGISTRY
+from contextsim.systems.seed.policies import MythexParams, MythexPlanner
 from tests.core.histories import histories
 
 EST = ESTIMATORS["chars4"]
@@ -27,7 +27,9 @@ def run_sim(run, policy, budget, **params):
     chosen = None
     if params:
         chosen = REGISTRY[policy].Params(**params)
-    return sk, simulate(sk, policy, chosen, budget=budget, hard_limit=budget * 3, count=EST.count)
+    return sk, simulate(
+        sk, REGISTRY[policy], chosen, budget=budget, hard_limit=budget * 3, count=EST.count
+    )
 
 
 @settings(max_examples=150, deadline=None)

@@ -10,18 +10,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.counting.offload_stubs import render_tool_stub
+from contextsim.engine.policy import Context, make_params
+from contextsim.engine.simulate import simulate
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart
-from contextsim.policies import POLICIES
-from contextsim.policies.base import Context, make_params
-from contextsim.policies.deepagents import (
+from contextsim.registry import POLICIES
+from contextsim.systems.langchain.deepagents import (
     EXEMPT_TOOLS,
     DeepAgentsParams,
     DeepAgentsPlanner,
-    render_tool_stub,
 )
-from contextsim.simulate import simulate
-from contextsim.skeleton_builder import build
 
 EST = ESTIMATORS["chars4"]
 TOOL_LIMIT = 4 * 20_000
@@ -129,7 +129,7 @@ def test_the_last_human_message_is_offloaded_above_50000_tokens():
 
 def test_offloaded_messages_are_sent_as_stubs_and_the_stage_says_so():
     messages = [user(), *rounds(1, 3 * TOOL_LIMIT), answer()]
-    sim = simulate(build(Run("r", tuple(messages)), EST), "deepagents", budget=10**6,
+    sim = simulate(build(Run("r", tuple(messages)), EST), POLICIES["deepagents"], budget=10**6,
                    hard_limit=10**6, count=EST.count)  # fmt: skip
     last = sim.records[-1]
     assert sim.counts(last.step)[3] == 1 and last.stage == "offload"

@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.estimators import ESTIMATORS
-from contextsim.policies.base import make_params
-from contextsim.policies.langchain_summary import LangChainSummaryParams
-from contextsim.simulate import simulate
-from contextsim.skeleton_builder import build
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.policy import make_params
+from contextsim.engine.simulate import simulate
+from contextsim.registry import POLICIES
+from contextsim.systems.langchain.summarization import LangChainSummaryParams
 from tests.core.histories import histories
 
 EST = ESTIMATORS["chars4"]
@@ -40,7 +41,12 @@ def summary_params(draw: st.DrawFn) -> LangChainSummaryParams:
 def run_sim(run, p):
     sk = build(run, EST)
     return sk, simulate(
-        sk, "langchain_summarization", p, budget=200_000, hard_limit=600_000, count=EST.count
+        sk,
+        POLICIES["langchain_summarization"],
+        p,
+        budget=200_000,
+        hard_limit=600_000,
+        count=EST.count,
     )
 
 

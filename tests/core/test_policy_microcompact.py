@@ -9,13 +9,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim import skeleton
-from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.counting import skeleton
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.engine.simulate import Simulation, simulate
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart
-from contextsim.policies import POLICIES
-from contextsim.policies.microcompact import CLEARED, COMPACTABLE, MicrocompactParams
-from contextsim.simulate import Simulation, simulate
-from contextsim.skeleton_builder import build
+from contextsim.registry import POLICIES
+from contextsim.systems.claude_code.microcompact import CLEARED, COMPACTABLE, MicrocompactParams
 from tests.core.histories import histories
 
 EST = ESTIMATORS["chars4"]
@@ -45,7 +45,7 @@ def timed(tools: list[str], pause_before: dict[int, float] | None = None) -> Run
 def micro(run: Run, **params: Any) -> Simulation:
     return simulate(
         build(run, EST),
-        "claude_code_microcompact",
+        POLICIES["claude_code_microcompact"],
         MicrocompactParams(**params),
         budget=10**7,
         hard_limit=10**8,

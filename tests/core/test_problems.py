@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from contextsim.estimators import ESTIMATORS
+from contextsim.analysis.problems import detect
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.simulate import simulate
 from contextsim.model import (
     Compaction,
     Message,
@@ -12,9 +15,7 @@ from contextsim.model import (
     ToolResultPart,
     Usage,
 )
-from contextsim.problems import detect
-from contextsim.simulate import simulate
-from contextsim.skeleton_builder import build
+from contextsim.registry import POLICIES
 
 EST = ESTIMATORS["chars4"]
 
@@ -35,7 +36,9 @@ def run_of(*messages, **kw):
 
 
 def problems(run, policy="mythex", budget=10_000, hard=30_000, **kw):
-    sim = simulate(build(run, EST), policy, budget=budget, hard_limit=hard, count=EST.count)
+    sim = simulate(
+        build(run, EST), POLICIES[policy], budget=budget, hard_limit=hard, count=EST.count
+    )
     return detect(sim, **kw)
 
 
@@ -94,14 +97,19 @@ def test_compaction_that_did_not_shrink_the_context_is_flagged():
 
 
 def test_cache_break_when_clearing_one_result_at_a_time():
-    from contextsim.policies.seed import MythexParams
+    from contextsim.systems.seed.policies import MythexParams
 
     run = run_of(*rounds(30, 1_000))
     sk = build(run, EST)
     one = simulate(
-        sk, "mythex", MythexParams(batch=1), budget=4_000, hard_limit=40_000, count=EST.count
+        sk,
+        POLICIES["mythex"],
+        MythexParams(batch=1),
+        budget=4_000,
+        hard_limit=40_000,
+        count=EST.count,
     )
-    four = simulate(sk, "mythex", budget=4_000, hard_limit=40_000, count=EST.count)
+    four = simulate(sk, POLICIES["mythex"], budget=4_000, hard_limit=40_000, count=EST.count)
     breaks_one = [p for p in detect(one) if p.kind == "cache_break"]
     breaks_four = [p for p in detect(four) if p.kind == "cache_break"]
     assert len(breaks_four) < len(breaks_one)
@@ -110,14 +118,14 @@ def test_cache_break_when_clearing_one_result_at_a_time():
 def test_underestimate_uses_the_reference_when_nothing_was_measured():
     run = run_of(*rounds(3, 2_000))
     sk = build(run, EST)
-    sim = simulate(sk, "none", budget=1_600, hard_limit=10_000, count=EST.count)
+    sim = simulate(sk, POLICIES["none"], budget=1_600, hard_limit=10_000, count=EST.count)
     reference = tuple(t * 2 for t in sk.tokens)
     flagged = [p for p in detect(sim, reference=reference) if p.kind == "underestimate"]
     assert flagged and "the reference tokenizer" in flagged[0].detail
 
 
 def test_a_subagent_that_ends_with_a_full_answer_is_not_flagged_but_a_terse_one_is():
-    from contextsim.simulate import simulate_run
+    from contextsim.engine.simulate import simulate_run
 
     def ending(answer: str) -> list[str]:
         run = Run(
@@ -128,7 +136,9 @@ def test_a_subagent_that_ends_with_a_full_answer_is_not_flagged_but_a_terse_one_
             ),
             subagent=True,
         )
-        sim = simulate_run(run, ESTIMATORS["chars4"], "none", budget=400_000, hard_limit=10**6)
+        sim = simulate_run(
+            run, ESTIMATORS["chars4"], POLICIES["none"], budget=400_000, hard_limit=10**6
+        )
         return [p.kind for p in detect(sim)]
 
     assert "early_stop" in ending("Done.")
@@ -151,13 +161,15 @@ def test_a_real_cache_miss_is_a_cache_break_at_its_step_under_as_logged():
 
 
 def test_an_underestimate_names_the_unlogged_part_or_the_estimator_as_its_cause():
-    from contextsim.reconcile import Reconciliation
+    from contextsim.truth.reconcile import Reconciliation
 
     run = run_of(*rounds(3, size=4_000))
     sk = build(run, EST)
 
     def causes(rec):
-        sim = simulate(sk, "none", budget=5_000, hard_limit=100_000, count=EST.count, reconcile=rec)
+        sim = simulate(
+            sk, POLICIES["none"], budget=5_000, hard_limit=100_000, count=EST.count, reconcile=rec
+        )
         return [p.detail for p in detect(sim) if p.kind == "underestimate"]
 
     assert all("mostly the unlogged part" in d for d in causes(Reconciliation(1.0, 8_000)))

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.reconcile import (
+from contextsim.truth.reconcile import (
     Reconciliation,
     _pair_slopes,
     _scored,

@@ -11,13 +11,14 @@ from operator import add
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.estimators import ESTIMATORS
+from contextsim.analysis.report import simulation_summary
+from contextsim.counting.builder import SkeletonBuilder, build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.columns import _extended, columns, limit_streaks
+from contextsim.engine.plan import Plan
+from contextsim.engine.simulate import REPLAY, StepRecord, simulate
 from contextsim.model import Message, Run, TextPart, Usage
-from contextsim.plan import Plan
-from contextsim.record_columns import _extended, columns, limit_streaks
-from contextsim.report import simulation_summary
-from contextsim.simulate import REPLAY, StepRecord, simulate
-from contextsim.skeleton_builder import SkeletonBuilder, build
+from contextsim.registry import POLICIES
 
 EST = ESTIMATORS["chars4"]
 PLAN = Plan(end=0)
@@ -132,8 +133,10 @@ def test_a_live_runs_summary_reads_only_its_new_records_and_equals_the_fresh_one
         alive.append(sk)  # the views' cache keeps the skeletons of earlier revisions
         # Unreconciled, so a measured response moves no earlier request's size; a
         # budget that the later requests are over, so the streak reaches the end.
-        sim = simulate(sk, REPLAY, budget=4_000, hard_limit=9_000, count=EST.count)
-        fresh = simulate(build(facts, EST), REPLAY, budget=4_000, hard_limit=9_000, count=EST.count)
+        sim = simulate(sk, POLICIES[REPLAY], budget=4_000, hard_limit=9_000, count=EST.count)
+        fresh = simulate(
+            build(facts, EST), POLICIES[REPLAY], budget=4_000, hard_limit=9_000, count=EST.count
+        )
         assert simulation_summary(sim, None, False) == simulation_summary(fresh, None, False)
         taken.append(columns(sim)._inherited[1])
     summary = simulation_summary(sim, None, False)

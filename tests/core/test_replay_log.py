@@ -1,5 +1,5 @@
 """A live run's replay is extended, not made again: a skeleton grown by more messages
-(contextsim.memo.grown) replays, fits, simulates and shows problems exactly as one
+(contextsim.engine.memory.grown) replays, fits, simulates and shows problems exactly as one
 built afresh."""
 
 from __future__ import annotations
@@ -9,15 +9,16 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim import problems
-from contextsim.costs import PRESETS
-from contextsim.estimators import ESTIMATORS
-from contextsim.memo import earlier
+from contextsim.analysis import problems
+from contextsim.analysis.problems import detect
+from contextsim.counting.builder import SkeletonBuilder, build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.memory import earlier
+from contextsim.engine.replay import replay_log, usage_costs
+from contextsim.engine.simulate import REPLAY, reconcile_skeleton, simulate
 from contextsim.model import Compaction, Message, Run, TextPart, Usage
-from contextsim.problems import detect
-from contextsim.replay_log import replay_log, usage_costs
-from contextsim.simulate import REPLAY, reconcile_skeleton, simulate
-from contextsim.skeleton_builder import SkeletonBuilder, build
+from contextsim.registry import POLICIES
+from contextsim.truth.costs import PRESETS
 from tests.core.histories import histories
 
 EST = ESTIMATORS["chars4"]
@@ -51,10 +52,14 @@ def _facts(run: Run, size: int, lag: int = 0) -> Run:
 
 def _views(sk):
     rec = reconcile_skeleton(sk)
-    sim = simulate(sk, REPLAY, budget=50_000, hard_limit=80_000, count=EST.count, reconcile=rec)
+    sim = simulate(
+        sk, POLICIES[REPLAY], budget=50_000, hard_limit=80_000, count=EST.count, reconcile=rec
+    )
     kinds = [sim.kept_by_kind(k) for k in range(len(sim.records))]
     # A small budget too, so that requests are over it and underestimated.
-    tight = simulate(sk, REPLAY, budget=1_500, hard_limit=3_000, count=EST.count, reconcile=rec)
+    tight = simulate(
+        sk, POLICIES[REPLAY], budget=1_500, hard_limit=3_000, count=EST.count, reconcile=rec
+    )
     problems = detect(sim), detect(tight)
     return replay_log(sk), usage_costs(sk, PRESETS["anthropic"]), rec, sim.records, kinds, problems
 
@@ -125,7 +130,7 @@ def test_a_grown_skeletons_problems_are_looked_for_only_in_its_new_requests(monk
 
     monkeypatch.setattr(problems, "_underestimates", watched)
     found = [
-        detect(simulate(sk, REPLAY, budget=2_000, hard_limit=3_000, count=EST.count))
+        detect(simulate(sk, POLICIES[REPLAY], budget=2_000, hard_limit=3_000, count=EST.count))
         for sk in (first, second)
     ]
     # The first is looked at whole; the second from the request the first left open.
@@ -134,7 +139,7 @@ def test_a_grown_skeletons_problems_are_looked_for_only_in_its_new_requests(monk
     fresh.add(run.messages)
     alone = fresh.finish(run)[EST.name]
     assert found[1] == detect(
-        simulate(alone, REPLAY, budget=2_000, hard_limit=3_000, count=EST.count)
+        simulate(alone, POLICIES[REPLAY], budget=2_000, hard_limit=3_000, count=EST.count)
     )
     assert any(p.kind == "over_budget" for p in found[1])
 
@@ -152,13 +157,15 @@ def _plain_run(n: int) -> Run:
 @settings(max_examples=80, deadline=None)
 @given(measured_histories(), st.booleans(), st.integers(1, 60_000))
 def test_the_replay_made_a_column_at_a_time_is_the_per_step_one(run, reconciled, budget):
-    from contextsim.accounting import Accountant
-    from contextsim.policies.base import plain_accounts
-    from contextsim.simulate import _Config, _records
+    from contextsim.engine.accounting import Accountant
+    from contextsim.engine.policy import plain_accounts
+    from contextsim.engine.simulate import _Config, _records
 
     sk = build(run, EST)
     rec = reconcile_skeleton(sk) if reconciled else None
-    sim = simulate(sk, REPLAY, budget=budget, hard_limit=2 * budget, count=EST.count, reconcile=rec)
+    sim = simulate(
+        sk, POLICIES[REPLAY], budget=budget, hard_limit=2 * budget, count=EST.count, reconcile=rec
+    )
     log = replay_log(sk)
     acct: Accountant = plain_accounts(sk)[1]
     per_step = _records(

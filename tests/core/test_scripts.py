@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextsim import scriptscan
-from contextsim.scripts import (
+from contextsim.counting import scriptscan
+from contextsim.counting.scripts import (
     MARK,
     RANGES,
     SCRIPTS,

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.synthetic import long_run
-from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.counting.builder import SkeletonBuilder, build, preview_text
+from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart, request_bounds
-from contextsim.skeleton_builder import SkeletonBuilder, build, preview_text
 from tests.core.histories import histories
 
 FAST = [ESTIMATORS[n] for n in ("chars4", "script", "calibrated-o200k")]

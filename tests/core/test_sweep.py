@@ -6,11 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.estimators import ESTIMATORS
-from contextsim.problems import detect
-from contextsim.simulate import simulate
-from contextsim.skeleton_builder import build
-from contextsim.sweep import (
+from contextsim.analysis.problems import detect
+from contextsim.analysis.sweep import (
     MAX_CONFIGS,
     Config,
     Outcome,
@@ -21,6 +18,10 @@ from contextsim.sweep import (
     parse_settings,
     totals,
 )
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.simulate import simulate
+from contextsim.registry import POLICIES
 from tests.core.histories import histories
 
 CHARS4 = ESTIMATORS["chars4"]
@@ -92,7 +93,11 @@ def test_config_round_trips_through_a_dict():
 
 def _cell(run, policy, budget, hard_limit=1_000_000):
     sim = simulate(
-        build(run, CHARS4), policy, budget=budget, hard_limit=hard_limit, count=CHARS4.count
+        build(run, CHARS4),
+        POLICIES[policy],
+        budget=budget,
+        hard_limit=hard_limit,
+        count=CHARS4.count,
     )
     return sim, outcome(sim, detect(sim))
 

@@ -31,11 +31,12 @@ from google.adk.flows.llm_flows.context._compaction import (  # noqa: E402
 from google.adk.sessions import InMemorySessionService  # noqa: E402
 from google.genai import types  # noqa: E402
 
-from contextsim.estimators import ESTIMATORS  # noqa: E402
+from contextsim.counting.builder import build  # noqa: E402
+from contextsim.counting.estimators import ESTIMATORS  # noqa: E402
+from contextsim.engine.simulate import simulate  # noqa: E402
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart  # noqa: E402
-from contextsim.policies.adk import AdkParams  # noqa: E402
-from contextsim.simulate import simulate  # noqa: E402
-from contextsim.skeleton_builder import build  # noqa: E402
+from contextsim.registry import POLICIES  # noqa: E402
+from contextsim.systems.adk.policies import AdkParams  # noqa: E402
 from tests.conftest import off_the_main_thread  # noqa: E402
 
 EST = ESTIMATORS["chars4"]
@@ -128,7 +129,12 @@ async def check(seed: int, monkeypatch: pytest.MonkeyPatch) -> int:
     sk = build(run, EST)
     params = _params(rng, sum(sk.tokens))
     sim = simulate(
-        sk, "adk_events_compaction", params, budget=10**9, hard_limit=10**9, count=EST.count
+        sk,
+        POLICIES["adk_events_compaction"],
+        params,
+        budget=10**9,
+        hard_limit=10**9,
+        count=EST.count,
     )
     note = sim.records[0].plan.gap_note  # 0 summaries at first
     per_summary = 4  # MESSAGE_OVERHEAD + summary_tokens (0)

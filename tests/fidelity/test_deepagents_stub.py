@@ -38,23 +38,21 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
-from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.counting.offload_stubs import HUMAN_PATH, render_human_stub, render_tool_stub
+from contextsim.counting.skeleton import STUB_MIN_CHARS, from_dict, to_dict
+from contextsim.engine.policy import Context
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart
-from contextsim.policies.base import Context
-from contextsim.policies.deepagents import (
+from contextsim.systems.langchain.deepagents import (
     CALL_ID,
     EXEMPT_TOOLS,
-    HUMAN_PATH,
     SESSION_PATH,
     SUMMARY,
     SUMMARY_CHARS,
     DeepAgentsParams,
     DeepAgentsPlanner,
-    render_human_stub,
-    render_tool_stub,
 )
-from contextsim.skeleton import STUB_MIN_CHARS, from_dict, to_dict
-from contextsim.skeleton_builder import build
 
 RNG_ALPHABET = "abc def ghi jkl\tёжи 上下文 😀"
 

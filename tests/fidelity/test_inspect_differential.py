@@ -22,11 +22,15 @@ from inspect_ai.model import (
 from inspect_ai.model._trim import trim_messages
 from inspect_ai.tool import ToolCall
 
-from contextsim.estimators import ESTIMATORS
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.policy import Context
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart
-from contextsim.policies.base import Context
-from contextsim.policies.inspect_ai import TOOL_RESULT_REMOVED, InspectParams, InspectPlanner
-from contextsim.skeleton_builder import build
+from contextsim.systems.inspect_ai.policies import (
+    TOOL_RESULT_REMOVED,
+    InspectParams,
+    InspectPlanner,
+)
 from tests.conftest import off_the_main_thread
 
 EST = ESTIMATORS["chars4"]

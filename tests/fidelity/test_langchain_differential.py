@@ -2,7 +2,7 @@
 LangChain functions they model, on hundreds of seeded random histories.
 
 Each history is built once as a contextsim Run and once as LangChain messages (the form
-contextsim.langchain_form describes); for every request, the messages LangChain keeps,
+contextsim.counting.approx_form describes); for every request, the messages LangChain keeps,
 drops or clears must be exactly the ones the policy's plan keeps, drops or clears.
 """
 
@@ -25,16 +25,17 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
-from contextsim.estimators import ESTIMATORS
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.counting.skeleton import Skeleton, approx_tokens
+from contextsim.engine.simulate import Simulation, simulate
 from contextsim.model import Message, Run, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
-from contextsim.policies.langchain import (
+from contextsim.registry import POLICIES
+from contextsim.systems.langchain.policies import (
     LangChainClearParams,
     LangChainTrimParams,
     leading_system,
 )
-from contextsim.simulate import Simulation, simulate
-from contextsim.skeleton import Skeleton, approx_tokens
-from contextsim.skeleton_builder import build
 
 TOOLS = ("read_file", "grep", "bash", "memory", "edit_file")
 WORDS = ("def", "return", "token", "budget", "context", "über", "naïve", "上下文", "😀", "x")
@@ -209,7 +210,9 @@ CLEAR = Tally()
 
 
 def _simulate(sk: Skeleton, policy: str, params: Any, budget: int) -> Simulation:
-    return simulate(sk, policy, params, budget=budget, hard_limit=budget * 4, count=EST.count)
+    return simulate(
+        sk, POLICIES[policy], params, budget=budget, hard_limit=budget * 4, count=EST.count
+    )
 
 
 def _trim_params(rng: random.Random) -> LangChainTrimParams:

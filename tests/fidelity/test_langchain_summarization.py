@@ -23,18 +23,19 @@ from langchain.agents.middleware.summarization import SummarizationMiddleware
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.counting.skeleton import approx_tokens
+from contextsim.engine.cuts import leading_system
+from contextsim.engine.simulate import simulate
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart
-from contextsim.policies.cuts import leading_system
-from contextsim.policies.langchain_summary import (
+from contextsim.registry import POLICIES
+from contextsim.systems.langchain.summarization import (
     SUMMARY_PREFIX,
     TOO_LONG,
     LangChainSummaryParams,
     summary_text,
 )
-from contextsim.simulate import simulate
-from contextsim.skeleton import approx_tokens
-from contextsim.skeleton_builder import build
 from tests.fidelity.test_langchain_differential import _index, random_run, to_langchain
 
 EST = ESTIMATORS["chars4"]
@@ -132,7 +133,7 @@ def check(run: Run, p: LangChainSummaryParams) -> tuple[int, set[str]]:
     summary seen ("written", "too long")."""
     sk = build(run, EST)
     sim = simulate(
-        sk, "langchain_summarization", p, budget=10**9, hard_limit=10**9, count=EST.count
+        sk, POLICIES["langchain_summarization"], p, budget=10**9, hard_limit=10**9, count=EST.count
     )
     lead = leading_system(sk)
     written = MESSAGE_OVERHEAD + EST.count(SUMMARY_PREFIX) + p.summary_tokens
@@ -259,7 +260,7 @@ def test_no_trigger_never_summarizes():
     assert p.triggers == ()
     sk = build(run, EST)
     sim = simulate(
-        sk, "langchain_summarization", p, budget=1_000, hard_limit=2_000, count=EST.count
+        sk, POLICIES["langchain_summarization"], p, budget=1_000, hard_limit=2_000, count=EST.count
     )
     assert all(r.plan.gap_end == 0 for r in sim.records)
     assert all(not any(_is_summary(m) for m in s) for s in real_states(run, p, sk.ends))

@@ -38,11 +38,12 @@ from letta.services.summarizer.enums import SummarizationMode  # noqa: E402
 from letta.services.summarizer.summarizer_config import CompactionSettings  # noqa: E402
 from letta.services.summarizer.thresholds import get_compaction_trigger_threshold  # noqa: E402
 
-from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD  # noqa: E402
+from contextsim.counting.builder import build  # noqa: E402
+from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD  # noqa: E402
+from contextsim.engine.simulate import simulate  # noqa: E402
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart  # noqa: E402
-from contextsim.policies.letta import LettaSlidingParams, LettaSummarizerParams  # noqa: E402
-from contextsim.simulate import simulate  # noqa: E402
-from contextsim.skeleton_builder import build  # noqa: E402
+from contextsim.registry import POLICIES  # noqa: E402
+from contextsim.systems.letta.policies import LettaSlidingParams, LettaSummarizerParams  # noqa: E402
 from tests.conftest import off_the_main_thread  # noqa: E402
 
 EST = ESTIMATORS["chars4"]
@@ -183,7 +184,7 @@ async def check_summarizer(seed: int, mode: str, monkeypatch: pytest.MonkeyPatch
         summary_tokens=summary_tokens,
     )
     sim = simulate(
-        h.sk, "letta_summarizer", params, budget=10**9, hard_limit=10**9, count=EST.count
+        h.sk, POLICIES["letta_summarizer"], params, budget=10**9, hard_limit=10**9, count=EST.count
     )
     _install_stand_ins(monkeypatch, h)
     summarizer = letta_summarizer.Summarizer(
@@ -237,7 +238,12 @@ async def check_sliding(seed: int, monkeypatch: pytest.MonkeyPatch) -> int:
     percentage = rng.choice((0.3, 0.3, round(rng.uniform(0.05, 0.9), 2)))
     params = LettaSlidingParams(percentage, window=window, summary_tokens=summary_tokens)
     sim = simulate(
-        h.sk, "letta_sliding_window", params, budget=10**9, hard_limit=10**9, count=EST.count
+        h.sk,
+        POLICIES["letta_sliding_window"],
+        params,
+        budget=10**9,
+        hard_limit=10**9,
+        count=EST.count,
     )
     _install_stand_ins(monkeypatch, h)
     config = LLMConfig(model="gpt-4o", model_endpoint_type="openai", context_window=window)

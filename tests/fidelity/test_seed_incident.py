@@ -9,11 +9,12 @@ import sys
 
 import pytest
 
-from contextsim.demo import demo_runs
-from contextsim.estimators import ESTIMATORS
-from contextsim.problems import detect
-from contextsim.simulate import simulate
-from contextsim.skeleton_builder import build
+from contextsim.analysis.problems import detect
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.simulate import simulate
+from contextsim.registry import POLICIES
+from contextsim.systems.seed.demo import demo_runs
 from tests.conftest import ROOT
 
 LIMITS = {"budget": 400_000, "hard_limit": 1_000_000}
@@ -26,7 +27,7 @@ def subagents():
 
 def outcome(runs, policy, estimator="o200k"):
     est = ESTIMATORS[estimator]
-    return [simulate(build(r, est), policy, count=est.count, **LIMITS) for r in runs]
+    return [simulate(build(r, est), POLICIES[policy], count=est.count, **LIMITS) for r in runs]
 
 
 def test_turns_leaves_all_8_subagents_with_rejected_requests(subagents):
@@ -44,7 +45,7 @@ def test_mythex_rejects_none_of_the_8_and_all_finish(subagents):
 
 def test_chars4_estimates_that_fit_the_budget_are_flagged_as_underestimates(subagents):
     est = ESTIMATORS["chars4"]
-    sim = simulate(build(subagents[0], est), "turns", count=est.count, **LIMITS)
+    sim = simulate(build(subagents[0], est), POLICIES["turns"], count=est.count, **LIMITS)
     flagged = [p for p in detect(sim) if p.kind == "underestimate"]
     steps = [sim.records[p.step] for p in flagged]
     assert all(s.sent <= 400_000 < (s.measured or 0) for s in steps)
@@ -55,7 +56,7 @@ def test_chars4_estimates_that_fit_the_budget_are_flagged_as_underestimates(suba
 def test_the_early_stop_run_is_flagged():
     (run,) = demo_runs("early-stop")
     est = ESTIMATORS["script"]
-    problems = detect(simulate(build(run, est), "mythex", count=est.count, **LIMITS))
+    problems = detect(simulate(build(run, est), POLICIES["mythex"], count=est.count, **LIMITS))
     (early,) = [p for p in problems if p.kind == "early_stop"]
     assert early.severity == "warning" and "saving space" in early.detail
 

@@ -17,11 +17,12 @@ import pytest
 from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
 
-from contextsim.estimators import ESTIMATORS
-from contextsim.formats import parse_path
-from contextsim.prices import model_facts, run_measured_cost
-from contextsim.simulate import MAX_TOKENS, reconcile_skeleton, simulate
-from contextsim.skeleton_builder import build
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.simulate import MAX_TOKENS, reconcile_skeleton, simulate
+from contextsim.ingest.detect import parse_path
+from contextsim.registry import POLICIES
+from contextsim.truth.prices import model_facts, run_measured_cost
 
 LOGS = [
     "claude_code/codemie_session-624a4a58.jsonl",
@@ -43,7 +44,7 @@ def _replay(run, policy="as_logged"):
     rec = reconcile_skeleton(sk)
     sim = simulate(
         sk,
-        policy,
+        POLICIES[policy],
         budget=MAX_TOKENS,
         hard_limit=MAX_TOKENS,
         count=ESTIMATOR.count,
@@ -151,7 +152,7 @@ def test_as_logged_costs_what_the_logged_usage_costs_at_genai_prices(corpus: Pat
 
 @pytest.mark.parametrize("name", LOGS[:5])
 def test_fitted_rates_and_their_constant_explain_what_was_sent(corpus: Path, name: str):
-    from contextsim.fit import CustomEstimator, fit_rates, request_features
+    from contextsim.counting.fitting import CustomEstimator, fit_rates, request_features
 
     run = max(parse_path(str(corpus / name)).runs, key=lambda r: len(r.messages))
     rates = fit_rates(run)

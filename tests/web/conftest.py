@@ -10,8 +10,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from contextsim.demo import demo_runs
-from contextsim.formats import ParsedFile
+from contextsim.ingest.base import ParsedFile
+from contextsim.systems.seed.demo import demo_runs
 from webapp.models import Run, Visibility
 from webapp.services.saving import save_parsed
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from contextsim import exports
-from contextsim.exports.base import ExportContext, Snippet
+from contextsim import registry as exports
+from contextsim.systems.exporting import ExportContext, Snippet
 
 
 def fake_export(ctx: ExportContext) -> tuple[Snippet, ...]:
@@ -18,7 +18,7 @@ def fake_export(ctx: ExportContext) -> tuple[Snippet, ...]:
 
 @pytest.fixture
 def exported(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(exports.EXPORTERS, "mythex", fake_export)
+    monkeypatch.setitem(exports.EXPORTERS.loaded(), "mythex", fake_export)
 
 
 def test_the_panel_shows_the_policy_with_the_chosen_parameters(fleet, alice_client, exported):

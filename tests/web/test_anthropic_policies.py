@@ -9,8 +9,8 @@ import json
 import pytest
 
 from contextsim import model as core
-from contextsim.formats import ParsedFile
-from contextsim.skeleton import LAYOUT
+from contextsim.counting.skeleton import LAYOUT
+from contextsim.ingest.base import ParsedFile
 from webapp import derived
 from webapp.models import RunSkeleton, Visibility
 from webapp.selectors.trace import THINKING_NOTE, _change

@@ -17,8 +17,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
-from contextsim.formats import parse_stream
+from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.ingest.detect import parse_stream
 from webapp.models import Message, Run, Visibility
 from webapp.services.api_tokens import create_token
 from webapp.services.saving import save_parsed

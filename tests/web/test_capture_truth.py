@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from contextsim.formats import ParsedFile
+from contextsim.ingest.base import ParsedFile
 from contextsim.model import Message, Run, TextPart, Usage
 from webapp.models import Run as StoredRun
 from webapp.models import Visibility

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 
 from bench.synthetic import long_run
-from contextsim.estimators import ESTIMATORS
-from contextsim.problems import Problem
-from contextsim.simulate import simulate
-from contextsim.skeleton_builder import build
+from contextsim.analysis.problems import Problem
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.simulate import simulate
+from contextsim.registry import POLICIES
 from webapp.charts.composition import MAX_MARKED, MAX_POINTS, composition_figure
 
 EST = ESTIMATORS["chars4"]
@@ -18,7 +19,11 @@ EST = ESTIMATORS["chars4"]
 
 def _sim(steps: int):
     return simulate(
-        build(long_run(steps), EST), "turns", budget=2_000, hard_limit=3_000, count=EST.count
+        build(long_run(steps), EST),
+        POLICIES["turns"],
+        budget=2_000,
+        hard_limit=3_000,
+        count=EST.count,
     )
 
 

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from contextsim.estimators import ESTIMATORS, SHOWN_FIRST, SLOW, STAND_INS, count_message
+from contextsim.counting.estimators import ESTIMATORS, SHOWN_FIRST, SLOW, STAND_INS, count_message
 from tests.core.formats.test_pieces import LATE_LINE_SESSION
 from tests.web.test_import_service import NATIVE
 from webapp.derived import stored_run
@@ -156,8 +156,8 @@ def test_slow_estimators_are_the_tokenizers_and_each_has_a_fast_stand_in():
 def test_a_big_native_document_is_imported_as_parsed_with_the_runs_a_small_one_gives(
     alice, bob, monkeypatch
 ):
-    from contextsim.formats import base as formats_base
-    from contextsim.formats import native
+    from contextsim.ingest import base as formats_base
+    from contextsim.systems.native import format as native
 
     doc = json.loads(json.dumps(NATIVE))
     doc["runs"][0]["messages"] *= 25  # 100 messages in pieces of 7
@@ -197,7 +197,7 @@ def _stored(job):
 def test_a_claude_code_session_read_in_pieces_is_stored_as_one_read_whole(
     alice, bob, corpus, monkeypatch
 ):
-    from contextsim.formats import claude_code
+    from contextsim.systems.claude_code import format as claude_code
 
     body = (corpus / "claude_code" / "codemie_session-624a4a58.jsonl").read_bytes()
     whole = imports.run_import(imports.store_upload(alice, "s.jsonl", BytesIO(body)).pk)
@@ -209,7 +209,7 @@ def test_a_claude_code_session_read_in_pieces_is_stored_as_one_read_whole(
 
 
 def test_an_import_restarted_by_a_late_line_keeps_only_the_second_reading(alice, monkeypatch):
-    from contextsim.formats import claude_code
+    from contextsim.systems.claude_code import format as claude_code
 
     monkeypatch.setattr(claude_code, "FLUSH_LINES", 1)
     monkeypatch.setattr(claude_code, "KEEP", 1)
@@ -223,8 +223,8 @@ def test_an_import_restarted_by_a_late_line_keeps_only_the_second_reading(alice,
 
 
 def test_bad_input_found_after_the_first_pieces_were_written_leaves_nothing(alice, monkeypatch):
-    from contextsim.formats import base as formats_base
-    from contextsim.formats import native
+    from contextsim.ingest import base as formats_base
+    from contextsim.systems.native import format as native
 
     monkeypatch.setattr(formats_base, "LAZY_BYTES", 0)
     monkeypatch.setattr(native, "PIECE", 1)

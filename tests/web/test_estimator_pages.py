@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from contextsim.estimators import ESTIMATORS
+from contextsim.counting.estimators import ESTIMATORS
 from tests.web.test_import_service import import_bytes
 from webapp.models import EstimatorReport, Run
 

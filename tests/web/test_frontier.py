@@ -3,7 +3,7 @@ finishes, one point per budget."""
 
 from __future__ import annotations
 
-from contextsim.sweep import Config, Totals
+from contextsim.analysis.sweep import Config, Totals
 from webapp.charts.frontier import frontier_figures
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from contextsim.estimators import ESTIMATORS
+from contextsim.counting.estimators import ESTIMATORS
 from webapp.models import ImportJob, Message, Run, Upload
 from webapp.selectors.estimators import request_rows
 from webapp.services.imports import run_import, store_upload
@@ -93,7 +93,9 @@ def test_failed_import_saves_nothing_but_keeps_the_raw_upload(alice):
 def test_unknown_format_lists_the_supported_formats(alice):
     job = import_bytes(alice, "notes.json", b'{"hello": "world"}')
     assert job.status == "failed"
-    assert "supported formats: native, claude-code, codex, anthropic, openai" in job.error
+    assert (
+        "supported formats: native, claude-code, codex, inspect-ai, anthropic, openai" in job.error
+    )
 
 
 @pytest.mark.django_db

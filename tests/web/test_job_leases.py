@@ -14,10 +14,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from contextsim import formats
-from contextsim.estimators import ESTIMATORS, SHOWN_FIRST, SLOW
-from contextsim.formats import parse_stream
-from contextsim.sweep import Config
+from contextsim.analysis.sweep import Config
+from contextsim.counting.estimators import ESTIMATORS, SHOWN_FIRST, SLOW
+from contextsim.ingest import base as ingest_base
+from contextsim.ingest.detect import parse_stream
 from tests.web.test_import_service import NATIVE
 from webapp import tasks
 from webapp.derived import build_skeleton
@@ -283,7 +283,7 @@ def test_one_lease_of_a_batch_taken_over_leaves_the_others_renewed(alice, settin
 
 def test_the_upload_page_shows_how_far_a_running_import_is(alice, alice_client, monkeypatch):
     monkeypatch.setattr(saving, "STAGE_ROWS", 1)
-    monkeypatch.setattr(formats, "PIECE", 1)
+    monkeypatch.setattr(ingest_base, "PIECE", 1)
     job = _job(alice)
     url = reverse("import-status", args=[job.public_id])
     seen: list[str] = []

@@ -16,8 +16,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from contextsim.cli import run_summary
-from contextsim.formats import parse_path
+from contextsim.cli.main import run_summary
+from contextsim.ingest.detect import parse_path
 from tests.conftest import ROOT
 from tests.web.test_import_service import NATIVE, import_bytes
 from tests.web.test_pages import upload

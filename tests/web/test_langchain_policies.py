@@ -8,7 +8,7 @@ import json
 import pytest
 
 from contextsim import model as core
-from contextsim.formats import ParsedFile
+from contextsim.ingest.base import ParsedFile
 from webapp.models import Visibility
 from webapp.services.saving import save_parsed
 

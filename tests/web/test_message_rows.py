@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextsim import model as core
-from contextsim.estimators import ESTIMATORS, count_message
-from contextsim.formats import ParsedFile
+from contextsim.counting.estimators import ESTIMATORS, count_message
+from contextsim.ingest.base import ParsedFile
 from webapp.models import Message
 from webapp.services.message_rows import sqlite_json, storable
 from webapp.services.saving import save_parsed

@@ -15,8 +15,8 @@ from django.contrib.auth import get_user_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextsim.estimators import content_key
-from contextsim.formats.otel import calls_of, runs_from
+from contextsim.counting.estimators import content_key
+from contextsim.systems.otel.spans import calls_of, runs_from
 from webapp.models import Message, ReceivedSpan, Run
 from webapp.services.spans import receive_export
 

@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from contextsim.policies.microcompact import CLEARED
-from contextsim.policies.openai import COMPACTION_NOTE
+from contextsim.systems.claude_code.microcompact import CLEARED
+from contextsim.systems.openai_api.policies import COMPACTION_NOTE
 from tests.web.test_import_service import import_bytes
 from webapp.models import Run
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from contextsim.demo import demo_runs
-from contextsim.formats.native import VERSION, run_to_dict
+from contextsim.systems.native.format import VERSION, run_to_dict
+from contextsim.systems.seed.demo import demo_runs
 from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]

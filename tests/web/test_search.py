@@ -106,7 +106,7 @@ part_text = st.text(
 
 @st.composite
 def stored_parts(draw: st.DrawFn) -> list[dict[str, object]]:
-    """Parts as messages store them (contextsim.formats.native.part_to_dict)."""
+    """Parts as messages store them (contextsim.systems.native.format.part_to_dict)."""
     kinds = {
         "text": lambda: {"type": "text", "text": draw(part_text)},
         "tool_call": lambda: {

@@ -129,8 +129,8 @@ def test_the_owner_sees_share_links_on_the_dashboard_and_the_share_page(alice_cl
 
 
 def test_a_run_shared_alone_shows_nothing_of_its_collection(alice, alice_client):
-    from contextsim.demo import demo_runs
-    from contextsim.formats import ParsedFile
+    from contextsim.ingest.base import ParsedFile
+    from contextsim.systems.seed.demo import demo_runs
     from webapp.models import Visibility
     from webapp.services.saving import save_parsed
 

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextsim import model as core
-from contextsim.estimators import ESTIMATORS, MESSAGE_OVERHEAD
-from contextsim.formats import parse_path
+from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
+from contextsim.ingest.detect import parse_path
 from webapp.models import ApiToken, Message, Run, RunSkeleton
 from webapp.selectors.estimators import request_rows
 from webapp.services.api_tokens import LAST_USED_EVERY, create_token, owner_of
@@ -225,7 +225,7 @@ def test_tail_run_follows_a_growing_claude_code_session(corpus: Path, tmp_path: 
             .order_by("index")
             .values_list("content_hash", flat=True)
         )
-        from contextsim.estimators import content_key
+        from contextsim.counting.estimators import content_key
 
         assert hashes == [content_key(m) for m in run.messages], run.title
         assert stored[session].request_count == sum(m.role == "assistant" for m in run.messages)
@@ -479,7 +479,7 @@ def _post(url, key, body, idempotency):
 
 
 def test_a_skeleton_after_appends_is_extended_and_equals_one_built_afresh(alice):
-    from contextsim.estimators import ESTIMATORS
+    from contextsim.counting.estimators import ESTIMATORS
     from webapp import derived
     from webapp.services.streaming import append_messages, create_live_run
 
@@ -515,7 +515,7 @@ def test_a_skeleton_after_appends_is_extended_and_equals_one_built_afresh(alice)
 
 
 def test_a_tail_replaced_by_start_builds_the_skeleton_afresh(alice):
-    from contextsim.estimators import ESTIMATORS
+    from contextsim.counting.estimators import ESTIMATORS
     from webapp import derived
     from webapp.services.streaming import append_messages, create_live_run
 
@@ -567,7 +567,7 @@ def test_figures_after_appends_and_replaced_tails_equal_those_read_from_every_me
 
 
 def test_a_followed_run_keeps_only_the_revision_it_grows_from_cached(key, live):
-    from contextsim import memo
+    from contextsim.engine import memory as memo
     from webapp import derived
 
     client, run_id = live

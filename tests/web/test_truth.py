@@ -10,7 +10,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from contextsim.formats import ParsedFile
+from contextsim.ingest.base import ParsedFile
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart, Usage
 from webapp.models import Run as StoredRun
 from webapp.models import Visibility

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from contextsim.demo import demo_runs
-from contextsim.formats.native import VERSION, run_to_dict
+from contextsim.systems.native.format import VERSION, run_to_dict
+from contextsim.systems.seed.demo import demo_runs
 from tests.conftest import ROOT
 from tests.web.test_scale_out import REDIS, _manage, _require, postgres_and_redis
 from webapp.management.commands.serve import worker_command

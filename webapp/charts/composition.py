@@ -12,10 +12,10 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from contextsim.analysis.problems import Problem
+from contextsim.engine.columns import columns
+from contextsim.engine.simulate import Simulation, compaction_steps
 from contextsim.model import KINDS
-from contextsim.problems import Problem
-from contextsim.record_columns import columns
-from contextsim.simulate import Simulation, compaction_steps
 from webapp.charts.axes import axis, legend_below
 
 MAX_POINTS = 600

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from contextsim.sweep import Config, Totals
+from contextsim.analysis.sweep import Config, Totals
 from webapp.charts.axes import axis, legend_below
 from webapp.charts.sweeps import POLICY_COLOURS
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextsim.simulate import Simulation
+from contextsim.engine.simulate import Simulation
 from webapp.charts.composition import plain
 
 LEDGER_ROWS = 150

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextsim.sweep import Config, Totals
+from contextsim.analysis.sweep import Config, Totals
 from webapp.charts.axes import axis, legend_below
 
 # Okabe-Ito, in an order that keeps neighbouring policies apart.

@@ -1,11 +1,11 @@
 """Reads for the "use it in your agent" panel: the dashboard's policy, with the
 parameters, budget and hard limit chosen, as the real system's configuration
-(contextsim.exports)."""
+(contextsim.registry)."""
 
 from __future__ import annotations
 
-from contextsim.exports import export
-from contextsim.exports.base import ExportContext, Snippet
+from contextsim.registry import export
+from contextsim.systems.exporting import ExportContext, Snippet
 from webapp.models import Run
 from webapp.viewstate import ViewState
 

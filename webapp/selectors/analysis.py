@@ -6,16 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from contextsim.capture import FORMAT as CAPTURED
-from contextsim.compaction_points import CompactionPoint, compaction_points
-from contextsim.costs import PRESETS, Prices
-from contextsim.estimators import ESTIMATORS, STAND_INS, Estimator
-from contextsim.model import KINDS
-from contextsim.prices import model_facts
-from contextsim.problems import Problem, detect
-from contextsim.reconcile import Reconciliation
-from contextsim.replay_log import measured_total
-from contextsim.simulate import (
+from contextsim.analysis.problems import Problem, detect
+from contextsim.counting.estimators import ESTIMATORS, STAND_INS, Estimator
+from contextsim.counting.skeleton import Skeleton
+from contextsim.engine.replay import measured_total
+from contextsim.engine.simulate import (
     REPLAY,
     Simulation,
     compaction_steps,
@@ -23,7 +18,13 @@ from contextsim.simulate import (
     scored_on,
     simulate,
 )
-from contextsim.skeleton import Skeleton
+from contextsim.ingest.captures import FORMAT as CAPTURED
+from contextsim.model import KINDS
+from contextsim.registry import POLICIES
+from contextsim.truth.compaction_points import CompactionPoint, compaction_points
+from contextsim.truth.costs import PRESETS, Prices
+from contextsim.truth.prices import model_facts
+from contextsim.truth.reconcile import Reconciliation
 from webapp.charts.composition import composition_figure
 from webapp.charts.timeline import by_time
 from webapp.derived import skeleton_of
@@ -100,12 +101,16 @@ def analyse(
         "reconcile": rec,
     }
     try:
-        main = simulate(sk, state.policy, state.params, **limits)
+        main = simulate(sk, POLICIES[state.policy], state.params, **limits)
         other = (
-            simulate(sk, state.compare, state.compare_params, **limits) if state.compare else None
+            simulate(sk, POLICIES[state.compare], state.compare_params, **limits)
+            if state.compare
+            else None
         )
         baseline = (
-            simulate(sk, REPLAY, **limits) if REPLAY not in (state.policy, state.compare) else None
+            simulate(sk, POLICIES[REPLAY], **limits)
+            if REPLAY not in (state.policy, state.compare)
+            else None
         )
     except ValueError as exc:  # a policy that cannot work with these settings says why
         raise BadQuery(f"{state.policy}: {exc}") from None

@@ -13,7 +13,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
 
-from contextsim.estimators import STAND_INS, Estimator
+from contextsim.counting.estimators import STAND_INS, Estimator
 from contextsim.model import KINDS, Usage, request_bounds
 from webapp import statements
 from webapp.derived import skeleton_of

@@ -10,9 +10,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-from contextsim.estimator_report import signed_error
-from contextsim.estimators import ESTIMATORS, Estimator
-from contextsim.fit import CustomEstimator, Rates
+from contextsim.analysis.estimator_report import signed_error
+from contextsim.counting.estimators import ESTIMATORS, Estimator
+from contextsim.counting.fitting import CustomEstimator, Rates
 from contextsim.model import request_bounds
 from webapp.derived import skeleton_of
 from webapp.models import CustomRates, Message, Run

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from contextsim.estimators import Estimator
-from contextsim.sweep import Config, Outcome, Totals, outcome, totals
+from contextsim.analysis.sweep import Config, Outcome, Totals, outcome, totals
+from contextsim.counting.estimators import Estimator
 from webapp.models import Run
 from webapp.selectors.analysis import Analysis, analyse
 from webapp.viewstate import ViewState

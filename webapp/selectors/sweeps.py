@@ -14,7 +14,7 @@ from django.http import Http404
 from django.urls import reverse
 from django.utils import timezone
 
-from contextsim.sweep import Config, Outcome, Totals, totals
+from contextsim.analysis.sweep import Config, Outcome, Totals, totals
 from webapp.models import Run, Sweep, SweepCell
 from webapp.viewstate import config_query
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from contextsim.policies import POLICIES
-from contextsim.problems import Problem
-from contextsim.simulate import REPLAY, SentItem, Simulation, explain
+from contextsim.analysis.problems import Problem
+from contextsim.engine.simulate import REPLAY, SentItem, Simulation, explain
+from contextsim.registry import POLICIES
 from webapp.models import Message, Run
 from webapp.selectors.sessions import spawned
 

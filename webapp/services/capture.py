@@ -1,7 +1,7 @@
 """Model calls seen by the capture proxy, recorded as requests of live runs.
 
 Each call is read with its API's own reader (the importers' dialects), placed in the
-conversation it continues (contextsim.capture: extend, redo, compaction or new), and
+conversation it continues (contextsim.ingest.captures: extend, redo, compaction or new), and
 written: its new messages appended to that conversation's run (a new run when none is
 continued), the call's parameters, status and timing as a CapturedCall.
 
@@ -27,12 +27,12 @@ from django.db import transaction
 from django.db.models import F
 
 from contextsim import model as core
-from contextsim.capture import FORMAT, Conversation, Placement, choose, conversation
-from contextsim.formats.anthropic import AnthropicImporter
-from contextsim.formats.base import FormatError
-from contextsim.formats.exchanges import Dialect, title_of
-from contextsim.formats.openai import OpenAIImporter
-from contextsim.formats.responses import ResponsesDialect
+from contextsim.ingest.base import FormatError
+from contextsim.ingest.captures import FORMAT, Conversation, Placement, choose, conversation
+from contextsim.ingest.exchanges import Dialect, title_of
+from contextsim.systems.anthropic_api.format import AnthropicImporter
+from contextsim.systems.openai_api.format import OpenAIImporter
+from contextsim.systems.openai_api.responses import ResponsesDialect
 from webapp.derived import stored_run
 from webapp.models import CapturedCall, Run, RunSkeleton
 from webapp.services.sessions import join_sessions

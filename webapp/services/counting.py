@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 from django.db import transaction
 
-from contextsim import skeleton
-from contextsim.estimators import ESTIMATORS, count_message, seed_counts
-from contextsim.skeleton_builder import SkeletonBuilder
+from contextsim.counting import skeleton
+from contextsim.counting.builder import SkeletonBuilder
+from contextsim.counting.estimators import ESTIMATORS, count_message, seed_counts
 from webapp.derived import MESSAGE_FIELDS, run_facts, stored_message
 from webapp.models import ImportJob, Message, Run, RunSkeleton, Upload
 from webapp.services.message_rows import BATCH, storable

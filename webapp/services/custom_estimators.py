@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from contextsim.estimators import ESTIMATORS, count_message
-from contextsim.fit import CustomEstimator, fit_rates, mean_abs_error
+from contextsim.counting.estimators import ESTIMATORS, count_message
+from contextsim.counting.fitting import CustomEstimator, fit_rates, mean_abs_error
 from contextsim.model import Run as CoreRun
 from contextsim.model import steps
 from webapp.derived import stored_run

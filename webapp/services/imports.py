@@ -17,16 +17,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from contextsim import model as core
-from contextsim.formats import (
-    FileEnd,
-    FormatError,
-    ParsedFile,
-    Restart,
-    RunPiece,
-    parse_stream,
-    pieces_of,
-    whole_pieces,
-)
+from contextsim.ingest.base import FileEnd, FormatError, ParsedFile, Restart, RunPiece
+from contextsim.ingest.detect import parse_stream, pieces_of, whole_pieces
 from webapp import checkpoints
 from webapp.models import ImportJob, Run, Upload
 from webapp.services import counting, jobs, message_rows, saving
@@ -128,7 +120,7 @@ def _counts_left(job: ImportJob, attempt: int, upload: Upload) -> None:
 
 
 def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> list[Run]:
-    """Read the upload a piece at a time (contextsim.formats.pieces_of: a big native
+    """Read the upload a piece at a time (contextsim.ingest.detect.pieces_of: a big native
     document is parsed as it is written, never held whole), write its runs counted by
     the estimator they are first shown with (staged: unseen, saving.begin), and show
     them, with the job's format and warnings, in one short transaction: from then on

@@ -18,8 +18,8 @@ import orjson
 from django.db import connection, transaction
 
 from contextsim import model as core
-from contextsim.estimators import ESTIMATORS, SLOW, Estimator, content_key, count_message
-from contextsim.formats.native import part_to_dict
+from contextsim.counting.estimators import ESTIMATORS, SLOW, Estimator, content_key, count_message
+from contextsim.systems.native.format import part_to_dict
 from webapp.models import Message
 
 BATCH = 500

@@ -22,10 +22,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from contextsim import model as core
-from contextsim import skeleton
-from contextsim.estimators import ESTIMATORS, SHOWN_FIRST
-from contextsim.formats import ParsedFile
-from contextsim.skeleton_builder import SkeletonBuilder
+from contextsim.counting import skeleton
+from contextsim.counting.builder import SkeletonBuilder
+from contextsim.counting.estimators import ESTIMATORS, SHOWN_FIRST
+from contextsim.ingest.base import ParsedFile
 from webapp.models import Message, Run, RunSkeleton, Upload, Visibility
 from webapp.services.message_rows import MessageRow, insert_messages, message_row, storable
 from webapp.services.sessions import join_sessions

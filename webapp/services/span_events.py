@@ -1,6 +1,6 @@
 """GenAI message events that arrived as log records (the logs signal), kept until and
 after their spans arrive, and joined to them: a span's call is read with the events
-recorded on it and those received for it (contextsim.formats.otel_events)."""
+recorded on it and those received for it (contextsim.systems.otel.events)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from contextsim.formats.otel_events import DETAILS
+from contextsim.systems.otel.events import DETAILS
 from webapp.models import ReceivedEvent
 from webapp.services.span_store import CHUNK
 

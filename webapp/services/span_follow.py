@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 
 from contextsim import model as core
-from contextsim.formats.otel import BODY, Conversation, Inputs, SpanCall, span_call
+from contextsim.systems.otel.spans import BODY, Conversation, Inputs, SpanCall, span_call
 from webapp import otlp_wire as wire
 from webapp.models import Run, SpanGroup
 from webapp.services import span_events
@@ -59,7 +59,7 @@ INPUTS = Inputs(FOLLOWED_KEPT)
 def stored_calls(owner: AbstractBaseUser, group: SpanGroup) -> list[SpanCall]:
     """The group's calls in start order, read again from the spans kept, with the
     events received for them. Each span's input messages are read only where they go
-    beyond the span before's (contextsim.formats.otel.Inputs), so reading a long
+    beyond the span before's (contextsim.systems.otel.spans.Inputs), so reading a long
     conversation again costs what its calls added, not the square of its length.
     Nothing read is kept: calls held for every span received would be a large part
     of what the garbage collector walks, and this is needed only when a process did

@@ -11,9 +11,9 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from contextsim.formats import FormatError
-from contextsim.formats.otel import BODY, span_call
-from contextsim.formats.otel_events import DETAILS, log_events
+from contextsim.ingest.base import FormatError
+from contextsim.systems.otel.events import DETAILS, log_events
+from contextsim.systems.otel.spans import BODY, span_call
 from webapp.services import span_events
 from webapp.services import span_follow as follow
 from webapp.services.spans import Receipt, lock_owner, resync

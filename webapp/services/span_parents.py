@@ -1,6 +1,6 @@
 """Model calls whose spans name no conversation, joined to the one their parent span
 names (an agent's invoke span), whichever arrives first. Within one export the mapping
-does it (contextsim.formats.otel); across exports the parent ends after its calls, so
+does it (contextsim.systems.otel.spans); across exports the parent ends after its calls, so
 it usually arrives after them: the spans that name a conversation are kept
 (NamedSpan), a call received later joins its parent's, and calls received before are
 moved from their trace's run to the conversation's."""
@@ -13,7 +13,7 @@ from dataclasses import replace
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import F
 
-from contextsim.formats.otel import SpanCall
+from contextsim.systems.otel.spans import SpanCall
 from webapp.models import NamedSpan, ReceivedSpan, SpanGroup
 from webapp.services.span_store import CHUNK, KEY_CHARS, SPAN_ID, TRACE_ID
 

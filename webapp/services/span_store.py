@@ -12,7 +12,7 @@ from django.db import connection
 from django.db.models.constants import OnConflict
 from django.utils import timezone
 
-from contextsim.formats.otel import SpanCall
+from contextsim.systems.otel.spans import SpanCall
 from webapp import otlp_wire as wire
 from webapp.models import ReceivedSpan, SpanGroup
 from webapp.services.saving import NO_FIGURES

@@ -1,6 +1,6 @@
 """OpenTelemetry spans received over OTLP/HTTP: each model call span is stored once per
 owner, and the live run of its conversation is brought in step with every call stored
-(the file importer's mapping, contextsim.formats.otel, read both ways)."""
+(the file importer's mapping, contextsim.systems.otel.spans, read both ways)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from django.db import transaction
 from django.db.models import F
 
 from contextsim import model as core
-from contextsim.formats import FormatError
-from contextsim.formats.otel import BODY, SpanCall, calls_of
+from contextsim.ingest.base import FormatError
+from contextsim.systems.otel.spans import BODY, SpanCall, calls_of
 from webapp.models import ReceivedSpan, Run, SpanGroup
 from webapp.services import span_events, span_parents
 from webapp.services import span_follow as follow

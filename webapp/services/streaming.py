@@ -16,8 +16,9 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from contextsim import model as core
-from contextsim.estimators import content_key
-from contextsim.formats import ParsedFile, parse_path
+from contextsim.counting.estimators import content_key
+from contextsim.ingest.base import ParsedFile
+from contextsim.ingest.detect import parse_path
 from webapp import statements
 from webapp.models import AppendReceipt, EstimatorReport, Message, Run, RunSkeleton, Visibility
 from webapp.services.message_rows import (

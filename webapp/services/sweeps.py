@@ -12,10 +12,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from contextsim.estimators import Estimator
-from contextsim.problems import detect
-from contextsim.simulate import simulate
-from contextsim.sweep import Config, outcome
+from contextsim.analysis.problems import detect
+from contextsim.analysis.sweep import Config, outcome
+from contextsim.counting.estimators import Estimator
+from contextsim.engine.simulate import simulate
+from contextsim.registry import POLICIES
 from webapp.derived import skeleton_of
 from webapp.models import Run, Sweep, SweepCell
 from webapp.selectors.estimators import estimators_for
@@ -128,7 +129,7 @@ def _compute(cell: SweepCell, counters: dict[str, Estimator]) -> dict[str, Any]:
         sk = skeleton_of(cell.run, sweep.estimator, counter)
         sim = simulate(
             sk,
-            config.policy,
+            POLICIES[config.policy],
             config.make_params(),
             budget=config.budget,
             hard_limit=sweep.hard_limit,

@@ -9,7 +9,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from contextsim.prices import model_facts
+from contextsim.truth.prices import model_facts
 
 register = template.Library()
 

@@ -20,8 +20,9 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_ratelimit.core import is_ratelimited
 
-from contextsim.formats import FormatError, parse_stream
-from contextsim.formats.native import parse_message
+from contextsim.ingest.base import FormatError
+from contextsim.ingest.detect import parse_stream
+from contextsim.systems.native.format import parse_message
 from webapp import viewstate
 from webapp.callers import caller
 from webapp.models import Run

@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from contextsim.policies import POLICIES
+from contextsim.registry import POLICIES
 from webapp import viewstate
 from webapp.charts.fleet import fleet_figure
 from webapp.charts.frontier import frontier_figures

@@ -11,10 +11,10 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from contextsim.policies import POLICIES
-from contextsim.problems import KINDS as PROBLEM_KINDS
-from contextsim.report import simulation_summary
-from contextsim.simulate import REPLAY
+from contextsim.analysis.problems import KINDS as PROBLEM_KINDS
+from contextsim.analysis.report import simulation_summary
+from contextsim.engine.simulate import REPLAY
+from contextsim.registry import POLICIES
 from webapp import share_grants, viewstate
 from webapp.charts.ledger import ledger_figure
 from webapp.models import Run

@@ -12,10 +12,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from contextsim.estimator_report import REFERENCES, compare_text
-from contextsim.estimators import ESTIMATORS
-from contextsim.fit import MIN_REQUESTS
-from contextsim.scripts import segments
+from contextsim.analysis.estimator_report import REFERENCES, compare_text
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.counting.fitting import MIN_REQUESTS
+from contextsim.counting.scripts import segments
 from webapp import share_grants
 from webapp.charts.estimates import estimates_figure
 from webapp.derived import estimator_report

@@ -13,7 +13,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from django_ratelimit.core import is_ratelimited
 
-from contextsim.formats import FormatError
+from contextsim.ingest.base import FormatError
 from webapp import otlp_wire as wire
 from webapp.callers import caller
 from webapp.services.span_logs import receive_logs

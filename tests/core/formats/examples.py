@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from contextsim.formats.base import FormatError, Importer, ParsedFile, Source, read_source
+from contextsim.ingest.base import FormatError, Importer, ParsedFile, Source, read_source
 
 
 class Examples:

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from contextsim.cli import run_summary
-from contextsim.formats.anthropic import AnthropicImporter
-from contextsim.formats.base import FormatError, ParsedFile, Source, read_source
-from contextsim.formats.openai import OpenAIImporter
+from contextsim.cli.main import run_summary
+from contextsim.ingest.base import FormatError, ParsedFile, Source, read_source
 from contextsim.model import ImagePart, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, steps
+from contextsim.systems.anthropic_api.format import AnthropicImporter
+from contextsim.systems.openai_api.format import OpenAIImporter
 
 ANTHROPIC = AnthropicImporter()
 

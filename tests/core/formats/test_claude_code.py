@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from contextsim.formats import FormatError, ParsedFile, parse_path, parse_stream
-from contextsim.formats.base import read_source
-from contextsim.formats.claude_code import ClaudeCodeImporter
+from contextsim.ingest.base import FormatError, ParsedFile, read_source
+from contextsim.ingest.detect import parse_path, parse_stream
 from contextsim.model import (
     ImagePart,
     TextPart,
@@ -23,6 +22,8 @@ from contextsim.model import (
     request_count,
     steps,
 )
+from contextsim.registry import POLICIES
+from contextsim.systems.claude_code.format import ClaudeCodeImporter
 
 SESSION = "11111111-aaaa-bbbb-cccc-000000000000"
 
@@ -292,9 +293,9 @@ def test_a_subagent_file_yields_only_subagent_runs_grouped_by_agent_id():
 
 
 def test_the_compaction_agents_file_is_its_sessions_compaction_request_not_a_subagent():
-    from contextsim.estimators import ESTIMATORS
-    from contextsim.problems import detect
-    from contextsim.simulate import simulate_run
+    from contextsim.analysis.problems import detect
+    from contextsim.counting.estimators import ESTIMATORS
+    from contextsim.engine.simulate import simulate_run
 
     data = jsonl(
         sidechain(user("s1", "Summarize this conversation"), agentId="acompact-9f3e"),
@@ -307,7 +308,9 @@ def test_the_compaction_agents_file_is_its_sessions_compaction_request_not_a_sub
     assert run.compaction_request and run.subagent
     assert run.parent_session_id == SESSION
     assert run.title == f"compaction request of {SESSION}"
-    sim = simulate_run(run, ESTIMATORS["chars4"], "none", budget=400_000, hard_limit=10**6)
+    sim = simulate_run(
+        run, ESTIMATORS["chars4"], POLICIES["none"], budget=400_000, hard_limit=10**6
+    )
     assert [p.kind for p in detect(sim) if p.kind == "early_stop"] == []
     (other,) = parse(data.replace(b"acompact-9f3e", b"a7")).runs
     assert not other.compaction_request

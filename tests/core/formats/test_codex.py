@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from contextsim.formats.base import FormatError, ParsedFile, read_source
-from contextsim.formats.codex import CodexImporter
+from contextsim.ingest.base import FormatError, ParsedFile, read_source
 from contextsim.model import (
     ImagePart,
     TextPart,
@@ -23,6 +22,7 @@ from contextsim.model import (
     steps,
     user_turns,
 )
+from contextsim.systems.codex.format import CodexImporter
 
 IMPORTER = CodexImporter()
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from contextsim.formats import FormatError, parse_path, parse_stream
+from contextsim.ingest.base import FormatError
+from contextsim.ingest.detect import parse_path, parse_stream
 
 USER = {"type": "user", "sessionId": "abc", "message": {"role": "user", "content": "hi"}}
 

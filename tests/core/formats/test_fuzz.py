@@ -9,9 +9,11 @@ import io
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from contextsim.estimators import ESTIMATORS
-from contextsim.formats import FormatError, parse_stream
-from contextsim.simulate import simulate_run
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.simulate import simulate_run
+from contextsim.ingest.base import FormatError
+from contextsim.ingest.detect import parse_stream
+from contextsim.registry import POLICIES
 from tests.conftest import corpus_root
 from tests.mutations import MUTATION, corpus_files, mutated
 
@@ -23,7 +25,9 @@ def _must_not_crash(name: str, data: bytes) -> None:
         assert name in str(exc)
         return
     for run in parsed.runs:
-        simulate_run(run, ESTIMATORS["chars4"], "as_logged", budget=10**6, hard_limit=10**6)
+        simulate_run(
+            run, ESTIMATORS["chars4"], POLICIES["as_logged"], budget=10**6, hard_limit=10**6
+        )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.formats import json_stream
-from contextsim.formats.base import FormatError, read_source
+from contextsim.ingest import json_stream
+from contextsim.ingest.base import FormatError, read_source
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
 documents = st.recursive(
@@ -64,7 +64,7 @@ def test_bad_utf8_is_placed_by_line_and_byte_column(monkeypatch):
 
 
 def test_a_one_line_document_longer_than_the_first_line_read_is_a_document(monkeypatch):
-    monkeypatch.setattr("contextsim.formats.base.FIRST_LINE", 16)
+    monkeypatch.setattr("contextsim.ingest.base.FIRST_LINE", 16)
     messages = [{"role": "user", "content": "Привет " * 50}] * 20
     body = json.dumps({"contextsim": 1, "runs": [{"messages": messages}]}, ensure_ascii=False)
     source = read_source("one.json", BytesIO(body.encode()))
@@ -117,13 +117,13 @@ def test_numbers_and_literals_cut_at_the_window_end_are_read_whole(chunk, monkey
 
 
 def test_a_big_document_with_a_byte_order_mark_is_read(monkeypatch):
-    monkeypatch.setattr("contextsim.formats.base.LAZY_BYTES", 0)
+    monkeypatch.setattr("contextsim.ingest.base.LAZY_BYTES", 0)
     body = b"\xef\xbb\xbf" + json.dumps({"contextsim": 1, "runs": []}).encode()
     assert read_source("bom.json", BytesIO(body)).data == {"contextsim": 1, "runs": []}  # type: ignore[union-attr]
 
 
 def test_a_jsonl_file_with_a_second_line_longer_than_the_first_line_read_is_jsonl(monkeypatch):
-    monkeypatch.setattr("contextsim.formats.base.FIRST_LINE", 16)
+    monkeypatch.setattr("contextsim.ingest.base.FIRST_LINE", 16)
     lines = [{"type": "a"}, {"type": "b", "text": "x" * 200}, {"type": "c"}]
     body = "".join(json.dumps(line) + "\n" for line in lines).encode()
     source = read_source("long.jsonl", BytesIO(body))

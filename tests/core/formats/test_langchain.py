@@ -21,9 +21,8 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
-from contextsim.formats import IMPORTERS, parse_stream
-from contextsim.formats.base import FormatError, read_source
-from contextsim.formats.langchain import LangChainImporter
+from contextsim.ingest.base import FormatError, read_source
+from contextsim.ingest.detect import IMPORTERS, parse_stream
 from contextsim.model import (
     ImagePart,
     TextPart,
@@ -34,6 +33,7 @@ from contextsim.model import (
     steps,
     tool_rounds,
 )
+from contextsim.systems.langchain.format import LangChainImporter
 from tests.core.formats import test_openhands, test_swe_agent
 from tests.core.formats.examples import Examples
 from tests.core.formats.test_swe_agent import corpus_logs, read

@@ -8,9 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from contextsim.formats import FormatError, parse_stream
-from contextsim.formats.native import run_to_dict
+from contextsim.ingest.base import FormatError
+from contextsim.ingest.detect import parse_stream
 from contextsim.model import TextPart, ToolCallPart, ToolResultPart, steps
+from contextsim.systems.native.format import run_to_dict
 
 
 def parse(text: str, fmt: str | None = None):

@@ -8,13 +8,15 @@ from typing import Any
 
 import pytest
 
-from contextsim.cli import run_summary
-from contextsim.formats.anthropic import AnthropicImporter
-from contextsim.formats.base import FormatError, ParsedFile, Source, read_source
-from contextsim.formats.openai import OpenAIImporter
+from contextsim.cli.main import run_summary
+from contextsim.ingest.base import FormatError, ParsedFile, Source, read_source
 from contextsim.model import ImagePart, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, steps
+from contextsim.systems.anthropic_api.format import AnthropicImporter
+from contextsim.systems.inspect_ai.format import InspectImporter
+from contextsim.systems.openai_api.format import OpenAIImporter
 
 OPENAI = OpenAIImporter()
+INSPECT = InspectImporter()
 
 
 def source(data: Any, name: str = "log.json") -> Source:
@@ -306,8 +308,8 @@ def inspect_log() -> dict[str, Any]:
 
 
 def test_inspect_log_resolves_attachments_and_keeps_usage_per_model_event():
-    assert OPENAI.sniff(source(inspect_log()))
-    (run,) = parse(inspect_log()).runs
+    assert INSPECT.sniff(source(inspect_log())) and not OPENAI.sniff(source(inspect_log()))
+    (run,) = INSPECT.parse(source(inspect_log())).runs
     assert run.title == "browse sample 7"
     assert run.session_id == "u-7"
     assert run.model == "gpt-4o-mini"
@@ -321,8 +323,8 @@ def test_inspect_corpus_log_has_five_measured_requests(corpus):
     path = corpus / "openai_chat" / "inspect_2025-05-12T20-27-36-04-00_browser.json"
     with path.open("rb") as stream:
         src = read_source(str(path), stream)
-    assert OPENAI.sniff(src) and not AnthropicImporter().sniff(src)
-    parsed = OPENAI.parse(src)
+    assert INSPECT.sniff(src) and not OPENAI.sniff(src) and not AnthropicImporter().sniff(src)
+    parsed = INSPECT.parse(src)
     (run,) = parsed.runs
     assert parsed.warnings == ()
     assert [s.usage.context for s in steps(run) if s.usage] == [1124, 1568, 2732, 3896, 5915]

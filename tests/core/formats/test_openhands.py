@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from contextsim.estimators import ESTIMATORS
-from contextsim.formats import IMPORTERS, parse_path, parse_stream
-from contextsim.formats.base import FormatError, ParsedFile, read_source
-from contextsim.formats.openhands import OpenHandsImporter
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.ingest.base import FormatError, ParsedFile, read_source
+from contextsim.ingest.detect import IMPORTERS, parse_path, parse_stream
 from contextsim.model import (
     ImagePart,
     TextPart,
@@ -25,6 +24,7 @@ from contextsim.model import (
     steps,
     tool_rounds,
 )
+from contextsim.systems.openhands.format import OpenHandsImporter
 from tests.core.formats.examples import Examples
 from tests.core.formats.test_swe_agent import corpus_logs, handwritten_examples, read
 

@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage, messages_to_dict
 
-from contextsim.formats import IMPORTERS, parse_stream
-from contextsim.formats.base import FormatError, read_source
-from contextsim.formats.otel import OTelImporter
+from contextsim.ingest.base import FormatError, read_source
+from contextsim.ingest.detect import IMPORTERS, parse_stream
 from contextsim.model import (
     ImagePart,
     TextPart,
@@ -26,6 +25,7 @@ from contextsim.model import (
     steps,
     tool_rounds,
 )
+from contextsim.systems.otel.format import OTelImporter
 from tests.core.formats.examples import Examples
 from tests.core.formats.test_langchain import other_examples, shapes
 from tests.core.formats.test_swe_agent import corpus_logs, read

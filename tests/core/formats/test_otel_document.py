@@ -12,8 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.formats import FormatError, otel_document, parse_stream
-from contextsim.formats import base as formats_base
+from contextsim.ingest import base as formats_base
+from contextsim.ingest.base import FormatError
+from contextsim.ingest.detect import parse_stream
+from contextsim.systems.otel import format as otel_document
 from tests.core.formats.test_otel import ASK, CALL, RESULT, chat, export, span, text
 from tests.core.formats.test_pieces import _joined
 

@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from contextsim.formats import parse_stream
-from contextsim.formats.base import FormatError
-from contextsim.formats.otel import calls_of, runs_from
+from contextsim.ingest.base import FormatError
+from contextsim.ingest.detect import parse_stream
 from contextsim.model import (
     ImagePart,
     TextPart,
@@ -25,6 +24,7 @@ from contextsim.model import (
     ToolSpecPart,
     Usage,
 )
+from contextsim.systems.otel.spans import calls_of, runs_from
 from tests.core.formats.test_otel import (
     AGENT_RUN,
     FIRST,

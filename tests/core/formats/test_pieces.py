@@ -12,18 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.formats import (
-    FileEnd,
-    FormatError,
-    Restart,
-    RunPiece,
-    claude_code,
-    codex,
-    native,
-    parse_stream,
-    pieces_of,
-)
-from contextsim.formats import base as formats_base
+from contextsim.ingest import base as formats_base
+from contextsim.ingest.base import FileEnd, FormatError, Restart, RunPiece
+from contextsim.ingest.detect import parse_stream, pieces_of
+from contextsim.systems.claude_code import format as claude_code
+from contextsim.systems.codex import format as codex
+from contextsim.systems.native import format as native
 
 CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
 

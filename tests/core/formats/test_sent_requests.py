@@ -8,10 +8,11 @@ import copy
 import json
 from typing import Any
 
-from contextsim.estimators import ESTIMATORS
-from contextsim.formats.native import NativeImporter, run_to_dict
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.simulate import simulate_run
 from contextsim.model import Elision, Run
-from contextsim.simulate import simulate_run
+from contextsim.registry import POLICIES
+from contextsim.systems.native.format import NativeImporter, run_to_dict
 from tests.core.formats.examples import Examples
 from tests.core.formats.test_swe_agent import SWE
 
@@ -54,8 +55,8 @@ def test_an_observation_sent_shortened_is_an_elision_from_that_step_on():
 
 def test_as_logged_sends_the_shortened_observation_and_a_what_if_the_whole_one():
     (run,) = EXAMPLES.parse(_trajectory()).runs
-    logged = simulate_run(run, EST, "as_logged", budget=10**6, hard_limit=10**6)
-    whole = simulate_run(run, EST, "none", budget=10**6, hard_limit=10**6)
+    logged = simulate_run(run, EST, POLICIES["as_logged"], budget=10**6, hard_limit=10**6)
+    whole = simulate_run(run, EST, POLICIES["none"], budget=10**6, hard_limit=10**6)
     saved = EST.count("line 0\n" * 120) - EST.count(OLD)
     assert [r.sent for r in logged.records[:2]] == [r.sent for r in whole.records[:2]]
     assert whole.records[2].sent - logged.records[2].sent == saved

@@ -1,4 +1,4 @@
-"""Streamed answers put back together (contextsim.formats.sse), checked against the
+"""Streamed answers put back together (contextsim.ingest.sse), checked against the
 providers' own SDKs, which accumulate the same events into the final message."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
 
-from contextsim.formats import sse
+from contextsim.ingest import sse
 
 texts = st.text(st.characters(blacklist_categories=["Cs"]), max_size=40)
 json_values = st.recursive(

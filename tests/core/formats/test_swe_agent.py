@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from contextsim.estimators import ESTIMATORS
-from contextsim.formats import IMPORTERS, parse_path, parse_stream
-from contextsim.formats.base import FormatError, ParsedFile, Source, read_source
-from contextsim.formats.swe_agent import SWEAgentImporter
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.counting.skeleton import prefix_sums
+from contextsim.ingest.base import FormatError, ParsedFile, Source, read_source
+from contextsim.ingest.detect import IMPORTERS, parse_path, parse_stream
 from contextsim.model import (
     TextPart,
     ToolCallPart,
@@ -22,8 +23,7 @@ from contextsim.model import (
     steps,
     user_turns,
 )
-from contextsim.skeleton import prefix_sums
-from contextsim.skeleton_builder import build
+from contextsim.systems.swe_agent.format import SWEAgentImporter
 from tests.core.formats import (
     test_anthropic,
     test_claude_code,

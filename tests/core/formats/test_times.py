@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from contextsim.formats import FormatError, parse_path, parse_stream
-from contextsim.formats.base import iso_time, parse_time
-from contextsim.formats.native import run_to_dict
+from contextsim.ingest.base import FormatError, iso_time, parse_time
+from contextsim.ingest.detect import parse_path, parse_stream
+from contextsim.systems.native.format import run_to_dict
 
 
 def _seconds(text: str) -> float:

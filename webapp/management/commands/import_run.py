@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from contextsim.formats import IMPORTERS
+from contextsim.ingest.detect import IMPORTERS
 from webapp import heap, tasks
 from webapp.models import ImportJob, Visibility
 from webapp.services import imports

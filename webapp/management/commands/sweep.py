@@ -10,7 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Q
 
-from contextsim.sweep import SweepError, grid, parse_budgets, parse_settings
+from contextsim.analysis.sweep import SweepError, grid, parse_budgets, parse_settings
 from webapp import tasks
 from webapp.management.owners import command_owner
 from webapp.models import Run

@@ -10,7 +10,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from contextsim.formats import IMPORTERS, FormatError
+from contextsim.ingest.base import FormatError
+from contextsim.ingest.detect import IMPORTERS
 from webapp.management.owners import command_owner
 from webapp.models import Run
 from webapp.services.streaming import sync_file

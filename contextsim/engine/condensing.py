@@ -1,0 +1,40 @@
+"""What every policy that condenses the history shares: the note a summary is shown
+as, where a kept part may start, and the run's window.
+
+Such a policy (OpenHands' condensers, Codex's and Claude Code's auto-compaction, Letta's
+summarizers, ADK's and Inspect AI's compaction) keeps a head, drops or summarizes
+messages [head, boundary), and sends messages [boundary, end); the boundary only moves
+forward, when the limit is crossed again. Units: tokens under the run's estimator
+unless said; indexes are messages.
+"""
+
+from __future__ import annotations
+
+from contextsim.counting.skeleton import KIND_INDEX, Skeleton
+from contextsim.truth.prices import model_facts
+
+RESULT = KIND_INDEX["tool_result"]
+SUMMARY_NOTE = "[One message summarizing the earlier conversation.]"
+
+
+def past_results(sk: Skeleton, i: int, end: int) -> int:
+    """The first message at or after i that is not a tool result (at most `end`): a
+    kept part starting there holds no result whose call was dropped."""
+    while i < end and sk.kinds[i] == RESULT:
+        i += 1
+    return i
+
+
+def check_window(max_size: int, keep_first: int) -> None:
+    """Raise ValueError unless the halved view has room for the head and a tail."""
+    if max_size < 4 or not 0 <= keep_first < max_size // 2 - 1:
+        raise ValueError("max_size must be at least 4 and keep_first below max_size / 2 - 1")
+
+
+def run_window(sk: Skeleton, fallback: int) -> int:
+    """The run's context window in tokens: what the log states (Codex's
+    model_context_window), else the model's from genai-prices, else `fallback`."""
+    if sk.context_window:
+        return sk.context_window
+    facts = model_facts(sk.model)
+    return facts.context_window if facts and facts.context_window else fallback

@@ -1,0 +1,150 @@
+"""Models' prices and context windows, from genai-prices (a maintained library of model
+prices; its bundled data is used as it is, offline, never updated at run time).
+
+Units: dollars; context windows in tokens. A model genai-prices does not know gives
+None: callers say so and fall back to a visible default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+
+from contextsim.model import Run, Usage
+from contextsim.truth.costs import PRESETS, Prices, measured_cost
+
+PROVIDER_PRESET = {"anthropic": "anthropic", "aws": "anthropic", "google": "openai"}
+"""Which cache convention a provider follows (Anthropic bills cache writes; OpenAI-style
+providers write the cache for free)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFacts:
+    """What genai-prices knows of one model: its id, provider, context window (tokens,
+    None when unknown) and flat prices (the base tier)."""
+
+    model: str
+    provider: str
+    context_window: int | None
+    prices: Prices
+    tiers_from: int | None = None
+    """Input tokens from which a request is priced otherwise than `prices` say (long-
+    context tiers; 0: conditional prices, always asked of genai-prices)."""
+
+
+@cache
+def model_facts(model: str) -> ModelFacts | None:
+    """The facts of `model` as a log names it (e.g. ``claude-sonnet-4-5-20250929``,
+    ``gpt-5.3-codex``, a Bedrock id), or None when genai-prices does not know it."""
+    if not model:
+        return None
+    # Imported on first use: it takes a fifth of a second (its pydantic models), which
+    # an import of a big log, never asking it, paid before showing the run.
+    from genai_prices import data_snapshot
+
+    try:
+        provider, info = data_snapshot.get_snapshot().find_provider_model(model, None, None, None)
+        # Per million tokens, from a request small enough to stay in the base tier.
+        base = {
+            name: _price(model, **{name: 1_000}) * 1_000
+            for name in ("input", "output", "cache_read", "cache_write")
+        }
+    except (LookupError, ValueError, TypeError, AttributeError):
+        return None
+    preset = PRESETS[PROVIDER_PRESET.get(provider.id, "openai")]
+    writes = preset.writes_cache and base["cache_write"] > 0
+    new = base["input"] or 1e-12  # multipliers below are of the input price
+    prices = Prices(
+        label=f"{info.name or info.id} ({provider.name}, genai-prices)",
+        input=base["input"],
+        output=base["output"],
+        cache_read=base["cache_read"] / new if base["cache_read"] else preset.cache_read,
+        cache_write=base["cache_write"] / new if writes else 1.0,
+        writes_cache=writes,
+        model=model,
+    )
+    return ModelFacts(info.id, provider.id, info.context_window, prices, _tiers_from(info))
+
+
+def _tiers_from(info: object) -> int | None:
+    found = getattr(info, "prices", None)
+    if isinstance(found, list):
+        return 0
+    starts = [
+        tier.start
+        for name in ("input_mtok", "cache_read_mtok", "cache_write_mtok", "output_mtok")
+        for tier in getattr(getattr(found, name, None), "tiers", None) or ()
+    ]
+    return min(starts) if starts else None
+
+
+def _price(
+    model: str, input: int = 0, output: int = 0, cache_read: int = 0, cache_write: int = 0
+) -> float:
+    from genai_prices import Usage as PriceUsage
+    from genai_prices import calc_price
+
+    usage = PriceUsage(
+        input_tokens=input + cache_read + cache_write,
+        cache_read_tokens=cache_read or None,
+        cache_write_tokens=cache_write or None,
+        output_tokens=output,
+    )
+    return float(calc_price(usage, model_ref=model).total_price)
+
+
+def usage_cost(model: str, usage: Usage) -> float | None:
+    """Dollars genai-prices charges for one request's measured usage (tiers applied), or
+    None for a model it does not know."""
+    facts = model_facts(model)
+    if facts is None:
+        return None
+    if facts.tiers_from is None or usage.context < facts.tiers_from:
+        return measured_cost(facts.prices, usage)  # the base tier: no need to ask
+    return _price(
+        model, usage.input_tokens, usage.output_tokens, usage.cache_read, usage.cache_write
+    )
+
+
+DEFAULT_HARD_LIMIT = 1_000_000
+"""The hard limit of a run whose model's window is unknown (said in a warning)."""
+DEFAULT_BUDGET = 400_000
+"""Our own per-request limit where nothing else decides it (the seed system's)."""
+
+
+def default_limits(model: str, context_window: int | None) -> tuple[int, int, bool]:
+    """(hard limit, budget, whether the window is known) in tokens per request for a
+    run of `model` whose log states `context_window` (or None): the hard limit is the
+    stated window, else the model's from genai-prices, else DEFAULT_HARD_LIMIT; the
+    budget is DEFAULT_BUDGET, never above the hard limit."""
+    facts = model_facts(model)
+    window = context_window or (facts.context_window if facts else None)
+    hard_limit = window or DEFAULT_HARD_LIMIT
+    return hard_limit, min(DEFAULT_BUDGET, hard_limit), window is not None
+
+
+def run_limits(run: Run, hard_limit: int | None, budget: int | None) -> tuple[int, int, str]:
+    """(hard limit, budget, what to tell the person) for `run`: as given, else its
+    default_limits, with a warning when the window is unknown."""
+    default_hard, _, known = default_limits(run.model, run.context_window)
+    said = ""
+    if hard_limit is None and not known:
+        model = f"model {run.model!r}" if run.model else "no model named in the log"
+        said = f"{model}: window unknown, hard limit {DEFAULT_HARD_LIMIT:,} assumed"
+    hard_limit = hard_limit if hard_limit is not None else default_hard
+    budget = budget if budget is not None else min(DEFAULT_BUDGET, hard_limit)
+    return hard_limit, budget, said
+
+
+def run_measured_cost(model: str, usages: Iterable[Usage | None], prices: Prices) -> float | None:
+    """Dollars the logged usage cost at `model`'s prices (genai-prices; `prices` for a
+    model it does not know); None when the log measured nothing."""
+    found = [u for u in usages if u is not None]
+    if not found:
+        return None
+    total = 0.0
+    for usage in found:
+        cost = usage_cost(model, usage) if prices.model else None
+        total += measured_cost(prices, usage) if cost is None else cost
+    return round(total, 6)
