@@ -13,9 +13,12 @@ from typing import Any, NamedTuple
 from contextsim.model import Message, Run, ToolCallPart, ToolResultPart
 
 LANGCHAIN_TYPES = ("system", "human", "ai", "tool")
+"""LangChain message types, indexed by LangChainPiece.type."""
 TOOL_PIECE = LANGCHAIN_TYPES.index("tool")
 """The type of a ToolMessage piece."""
-"""LangChain message types, indexed by LangChainPiece.type."""
+UNPARSED = -2
+"""LangChainPiece.call of a ToolMessage answering a call whose arguments did not parse:
+no AIMessage lists it among its tool_calls."""
 APPROX_CHARS_PER_TOKEN = 4
 APPROX_MESSAGE_TOKENS = 3
 APPROX_IMAGE_TOKENS = 85
@@ -32,7 +35,8 @@ class LangChainPiece(NamedTuple):
     trim_messages' partial mode tries first). `images`: image blocks. `call`: for a
     ToolMessage, the position among the caller's client-side calls of the call it
     answers, when that call is a parsed tool call of the nearest assistant message
-    before it (where ClearToolUsesEdit looks), else -1.
+    before it (where ClearToolUsesEdit looks); UNPARSED when the call it answers did
+    not parse (no AIMessage lists it); else -1.
     """
 
     type: int
@@ -149,5 +153,5 @@ def _tool_piece(
     linked = found is not None and found[0] == last_assistant and found[3]
     other = len(result.call_id) + len("tool") + len(name)
     text = result.text
-    position = found[1] if found and linked else -1
+    position = found[1] if found and linked else UNPARSED if found and not found[3] else -1
     return (3, len(text), other, len(text) - text.rfind("\n") - 1, 0, position)

@@ -129,10 +129,11 @@ def thinking_of(sk: Skeleton) -> Sequence[int]:
     return sk.thinking_tokens or (0,) * sk.size
 
 
-LAYOUT = 2
+LAYOUT = 3
 """The version of the stored form (to_dict). Raised when a field is added that a stored
-skeleton cannot do without (2: thinking_tokens, times), so stored skeletons of an older layout
-are built again from their run's messages (see `current`)."""
+skeleton cannot do without or whose meaning changes (2: thinking_tokens, times; 3: a
+ToolMessage piece says when its call did not parse), so stored skeletons of an older
+layout are built again from their run's messages (see `current`)."""
 
 FIELDS = tuple(f.name for f in fields(Skeleton))
 OPTIONAL = frozenset(f.name for f in fields(Skeleton) if f.default is not MISSING)

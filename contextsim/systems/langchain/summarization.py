@@ -33,8 +33,8 @@ the cache model. Where one saved message is several LangChain messages (parallel
 results in one message, a result beside text), decisions are made on the LangChain
 messages; a cut falling inside a saved message keeps that whole message in what is
 shown sent. A result whose call is on an earlier assistant message than the nearest is
-taken to answer a parsed call when that message has any (the skeleton does not say
-which of its calls parsed).
+taken to answer a parsed call when that message has any and the call itself parsed
+(LangChainPiece.call says when it did not).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from contextsim.counting.approx_form import (
     APPROX_IMAGE_TOKENS,
     APPROX_MESSAGE_TOKENS,
     LANGCHAIN_TYPES,
+    UNPARSED,
 )
 from contextsim.counting.estimators import MESSAGE_OVERHEAD
 from contextsim.counting.skeleton import Skeleton, prefix_sums
@@ -225,9 +226,10 @@ class LangChainSummaryPlanner:
     def _caller(sk: Skeleton, i: int, kind: int, call: int, nearest: int, starts: list[int]) -> int:
         """The piece of the AIMessage whose parsed tool_calls hold the call a ToolMessage
         answers (-1: none). Exact when the call is on the nearest assistant message
-        (LangChainPiece.call); else the message answered (skeleton.answers) when it has
-        any parsed tool call (its piece counts their repr), assumed to be this one."""
-        if kind != TOOL:
+        (LangChainPiece.call); none when the call did not parse (UNPARSED); else the
+        message answered (skeleton.answers) when it has any parsed tool call (its piece
+        counts their repr)."""
+        if kind != TOOL or call == UNPARSED:
             return -1
         if call >= 0:
             return starts[nearest]
