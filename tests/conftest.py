@@ -19,6 +19,16 @@ def corpus_root() -> Path:
     return Path(os.environ.get("CONTEXTSIM_CORPUS", ROOT.parent / "shared" / "corpus"))
 
 
+def corpus_files(folder: str, pattern: str) -> list[Any]:
+    """The corpus files of `folder` matching `pattern`, as parameters of a test; one
+    skipped parameter, with the reason, where the corpus or the folder is absent."""
+    found = sorted((corpus_root() / folder).glob(pattern))
+    if found:
+        return found
+    reason = f"no {pattern} in {corpus_root() / folder} (the shared corpus is not here)"
+    return [pytest.param(None, marks=pytest.mark.skip(reason=reason))]
+
+
 @pytest.fixture
 def corpus() -> Path:
     """The corpus folder; the test is skipped, with the reason, where it is absent."""

@@ -1,4 +1,4 @@
-"""Mutations of the real corpus logs for fuzz tests (tests/core/formats/test_fuzz.py
+"""Mutations of the real corpus logs for fuzz tests (tests/ingest/test_fuzz.py
 through the core, tests/web/test_bad_input.py through the upload view and the API):
 truncation, type flips, deep nesting, huge numbers, lone surrogates, bad UTF-8."""
 

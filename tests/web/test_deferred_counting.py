@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from contextsim.counting.estimators import ESTIMATORS, SHOWN_FIRST, SLOW, STAND_INS, count_message
-from tests.core.formats.test_pieces import LATE_LINE_SESSION
+from tests.ingest.test_pieces import LATE_LINE_SESSION
 from tests.web.test_import_service import NATIVE
 from webapp.derived import stored_run
 from webapp.models import ImportJob, Message, Run, RunSkeleton

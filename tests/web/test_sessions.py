@@ -10,7 +10,7 @@ import zipfile
 import pytest
 from django.test import Client
 
-from tests.core.formats.test_claude_code import (
+from tests.systems.claude_code.test_format import (
     SESSION,
     assistant,
     call,

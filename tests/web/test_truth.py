@@ -145,7 +145,7 @@ def test_a_sessions_compaction_request_is_one_more_point_of_its_fit(alice_client
 
 
 def test_the_inspector_shows_an_observation_the_agent_sent_shortened(alice_client, alice):
-    from tests.core.formats.test_sent_requests import EXAMPLES, OLD, _trajectory
+    from tests.ingest.test_sent_requests import EXAMPLES, OLD, _trajectory
 
     parsed = EXAMPLES.parse(_trajectory())
     (stored,) = save_parsed(parsed, owner=alice, visibility=Visibility.PRIVATE)

@@ -201,7 +201,7 @@ class InspectPolicy:
 
     Source: inspect-ai 0.3.285, inspect_ai/model/_compaction/ and model/_trim.py (see
     the module). Checked against the package's own strategies and handler in
-    tests/fidelity/test_inspect_differential.py. Approximate: "auto" is simulated as
+    tests/systems/inspect_ai/test_differential.py. Approximate: "auto" is simulated as
     its summary fallback (native compaction's size is the provider's); thinking is
     removed only on providers that allow it (Inspect asks the model API); Inspect
     raises when compaction cannot get under the threshold, here the request is simply

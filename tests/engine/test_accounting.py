@@ -1,0 +1,63 @@
+"""The O(1) accounting equals a message-by-message expansion of every request."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.simulate import explain, simulate
+from contextsim.registry import POLICIES
+from tests.engine.histories import histories
+
+EST = ESTIMATORS["chars4"]
+
+
+def sent_items(sim, step):
+    return [
+        (i.index, i.kind, i.disposition, i.tokens)
+        for i in explain(sim, step)
+        if i.disposition not in "ts"
+    ]
+
+
+@settings(max_examples=120, deadline=None)
+@given(histories(max_rounds=20), st.integers(3_000, 500_000), st.sampled_from(sorted(POLICIES)))
+def test_prefix_sums_equal_the_expanded_request(run, budget, policy):
+    sk = build(run, EST)
+    sim = simulate(sk, POLICIES[policy], budget=budget, hard_limit=budget * 2, count=EST.count)
+    previous = None
+    for r in sim.records:
+        items = sent_items(sim, r.step)
+        assert r.sent == sum(t for *_, t in items)
+        parts = sim.composition(r.step)
+        assert (
+            parts["kept"]
+            + parts["cleared"]
+            + parts["offloaded"]
+            + parts["summary"]
+            + parts["notes"]
+            == r.sent
+        )
+        assert sum(sim.kept_by_kind(r.step)) == parts["kept"]
+        removed = sum(v for k, v in parts.items() if k.startswith("removed_"))
+        assert r.full - removed == r.sent - parts["summary"] - parts["notes"]
+        if previous is not None:
+            common = 0
+            for a, b in zip(previous, items, strict=False):
+                if a != b:
+                    break
+                common += b[3]
+            assert r.cached == common, (r.step, r.cached, common)
+        previous = items
+
+
+def test_cost_reads_the_cached_prefix_at_the_cache_price():
+    from contextsim.truth.costs import PRESETS, request_cost
+
+    anthropic = PRESETS["anthropic"]
+    assert request_cost(anthropic, 1_000_000, 0, 0) == pytest.approx(3.0 * 1.25)
+    assert request_cost(anthropic, 1_000_000, 1_000_000, 0) == pytest.approx(3.0 * 0.1)
+    assert request_cost(PRESETS["openai"], 1_000_000, 0, 1_000_000) == pytest.approx(11.25)
