@@ -20,7 +20,7 @@ from contextsim.engine.simulate import (
 )
 from contextsim.ingest.captures import FORMAT as CAPTURED
 from contextsim.model import KINDS
-from contextsim.registry import POLICIES
+from contextsim.registry import POLICIES, PROVIDERS
 from contextsim.truth.compaction_points import CompactionPoint, compaction_points
 from contextsim.truth.costs import PRESETS, Prices
 from contextsim.truth.prices import model_facts
@@ -57,7 +57,7 @@ def run_prices(run: Run) -> Prices:
     facts = model_facts(run.model)
     if facts is not None:
         return facts.prices
-    return PRESETS["openai" if run.format in ("codex", "openai") else "anthropic"]
+    return PRESETS[PROVIDERS.get(run.format, "anthropic")]
 
 
 def analyse(
