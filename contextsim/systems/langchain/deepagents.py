@@ -9,8 +9,8 @@ compute_summarization_defaults), which takes trigger and cut from langchain 1.5.
 1.7.10 profile: 1,000,000 input tokens, 128,000 output tokens).
 
 The defaults, as deepagents 0.7.32 sets them (checked against the package in
-tests/systems/langchain/test_deepagents_differential.py): compute_summarization_defaults gives a model
-with a profile trigger ("fraction", 0.85) and keep ("fraction", 0.10), one without
+tests/systems/langchain/test_deepagents_differential.py): compute_summarization_defaults
+gives a model with a profile trigger ("fraction", 0.85) and keep ("fraction", 0.10), one without
 trigger ("tokens", 170000) and keep ("messages", 6); create_summarization_middleware
 passes trim_tokens_to_summarize=None (LangChain's own default is 4,000); the counter
 takes 3.3 characters per token for Anthropic chat models; a request over
