@@ -27,15 +27,29 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
+TRUE = frozenset({"1", "true", "yes", "on"})
+FALSE = frozenset({"0", "false", "no", "off", ""})
+
+
 def env_bool(name: str, default: bool) -> bool:
+    """The environment variable `name` as a boolean, `default` when unset. A value that
+    is neither true nor false (a typo such as "ture") stops the start with the variable
+    named, rather than silently meaning false."""
     value = os.environ.get(name)
     if value is None:
         return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    word = value.strip().lower()
+    if word not in TRUE | FALSE:
+        raise ImproperlyConfigured(
+            f"{name}={value!r}: expected one of {', '.join(sorted(TRUE))} or "
+            f"{', '.join(sorted(FALSE - {''}))}"
+        )
+    return word in TRUE
 
 
 DATA_DIR = Path(os.environ.get("CONTEXTSIM_DATA_DIR", BASE_DIR / "var"))
@@ -247,9 +261,6 @@ SECURE_SSL_REDIRECT = env_bool("CONTEXTSIM_SSL_REDIRECT", HTTPS)
 SECURE_HSTS_SECONDS = int(os.environ.get("CONTEXTSIM_HSTS_SECONDS", 31_536_000 if HTTPS else 0))
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CONTEXTSIM_HSTS_SUBDOMAINS", HTTPS)
 SECURE_HSTS_PRELOAD = env_bool("CONTEXTSIM_HSTS_PRELOAD", HTTPS)
-CSRF_TRUSTED_ORIGINS = [
-    o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
-]
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

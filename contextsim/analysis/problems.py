@@ -26,7 +26,6 @@ KINDS = (
     "step_ceiling",
     "compaction",
 )
-SEVERITIES = ("error", "warning", "info")
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,11 +212,6 @@ def _simulated_cache_breaks(sim: Simulation, start: int) -> list[Problem]:
                 )
             )
     return out
-
-
-def _first_step(sim: Simulation, message: int) -> int:
-    """The first step whose history includes `message`."""
-    return bisect.bisect_right(sim.skeleton.ends, message)
 
 
 @dataclass(frozen=True, slots=True)

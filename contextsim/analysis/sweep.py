@@ -212,10 +212,6 @@ class Totals:
     def rejected_runs(self) -> int:
         return self.runs - self.completed_runs
 
-    @property
-    def cached_share(self) -> float:
-        return self.cached_tokens / self.total_sent if self.total_sent else 0.0
-
 
 def totals(outcomes: Iterable[Outcome]) -> Totals:
     """Totals of the cells of one configuration (any number, in any order)."""

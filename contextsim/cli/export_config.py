@@ -16,6 +16,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
+from contextsim.cli.parameters import set_values
 from contextsim.engine.policy import make_params, param_fields
 from contextsim.ingest.base import FormatError
 from contextsim.registry import EXPORTERS, POLICIES, export
@@ -66,12 +67,7 @@ def snippets_for(args: argparse.Namespace) -> tuple[Snippet, ...]:
 
 
 def _params(policy: str, settings: list[str]) -> Any:
-    values: dict[str, str] = {}
-    for item in settings:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise FormatError("--set", "", f"expected key=value, got {item!r}")
-        values[key.strip()] = value.strip()
+    values = set_values(settings)
     known = {f.name for f in param_fields(POLICIES[policy].Params)}
     unknown = sorted(set(values) - known)
     if unknown:

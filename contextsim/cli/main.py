@@ -23,6 +23,7 @@ from contextsim.analysis.estimator_report import compare_text, file_text, signed
 from contextsim.analysis.problems import detect
 from contextsim.analysis.report import load_runs, readable, simulation_summary
 from contextsim.cli import export_config as export_command
+from contextsim.cli.parameters import set_values
 from contextsim.counting.builder import build, reference_tokens
 from contextsim.counting.estimators import ESTIMATORS
 from contextsim.counting.skeleton import Skeleton
@@ -165,12 +166,7 @@ def _prices(preset: str | None, overrides: list[str], facts: ModelFacts | None =
 
 
 def _configs(policies: list[str], settings: list[str]) -> list[tuple[str, object]]:
-    values: dict[str, str] = {}
-    for item in settings:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise FormatError("--set", "", f"expected key=value, got {item!r}")
-        values[key.strip()] = value.strip()
+    values = set_values(settings)
     configs = []
     used: set[str] = set()
     for name in policies:

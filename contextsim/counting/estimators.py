@@ -189,8 +189,3 @@ def seed_counts(known: Iterable[tuple[str, str, int]]) -> None:
     not tokenize those messages again."""
     for name, key, tokens in known:
         _known(key)[name] = tokens
-
-
-def count_all(message: Message) -> dict[str, int]:
-    """Tokens of `message` by every registered estimator, keyed by estimator name."""
-    return {name: count_message(message, e) for name, e in ESTIMATORS.items()}

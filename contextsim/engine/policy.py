@@ -27,8 +27,6 @@ from contextsim.engine.plan import Plan, Statics
 
 __all__ = ["Context", "Plan", "Planner", "Policy", "Statics", "make_params"]
 
-STAGES = ("none", "clear", "offload", "summarize", "turns", "rounds", "trim")
-
 
 @dataclass(frozen=True, slots=True)
 class Context:

@@ -44,13 +44,6 @@ def per_token(prices: Prices) -> tuple[float, float, float]:
     )
 
 
-def request_cost(prices: Prices, sent: int, cached: int, output: int) -> float:
-    """Dollars for a request of `sent` input tokens whose first `cached` tokens are read
-    from the cache, producing `output` tokens."""
-    new, read, out = per_token(prices)
-    return max(sent - cached, 0) * new + cached * read + output * out
-
-
 def measured_cost(prices: Prices, usage: Usage) -> float:
     """Dollars for a request as the provider measured it."""
     return (

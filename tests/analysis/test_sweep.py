@@ -127,12 +127,12 @@ def test_totals_add_up_the_cells_in_any_order(runs, budget):
     assert forward.completed_runs + forward.rejected_runs == forward.runs
     assert forward.total_sent == sum(c.total_sent for c in cells)
     assert forward.peak_sent == max(c.peak_sent for c in cells)
-    assert 0.0 <= forward.cached_share <= 1.0
+    assert 0 <= forward.cached_tokens <= forward.total_sent
 
 
 def test_totals_of_no_cells_are_zero():
     empty = totals([])
-    assert (empty.runs, empty.peak_sent, empty.cost, empty.cached_share) == (0, 0, 0.0, 0.0)
+    assert (empty.runs, empty.peak_sent, empty.cost, empty.cached_tokens) == (0, 0, 0.0, 0)
 
 
 def test_policy_settings_are_read_by_policy_from_lines():

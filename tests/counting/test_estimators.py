@@ -17,7 +17,6 @@ from contextsim.counting.estimators import (
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD,
     content_key,
-    count_all,
     count_message,
     seed_counts,
 )
@@ -110,7 +109,6 @@ def test_message_count_adds_overhead_arguments_and_images():
     chars4 = ESTIMATORS["chars4"]
     expected = 1 + 1 + 4 + IMAGE_TOKENS + MESSAGE_OVERHEAD
     assert count_message(message, chars4) == expected
-    assert count_all(message)["chars4"] == expected
 
 
 def test_content_key_depends_on_content_not_on_source():

@@ -55,9 +55,9 @@ def test_prefix_sums_equal_the_expanded_request(run, budget, policy):
 
 
 def test_cost_reads_the_cached_prefix_at_the_cache_price():
-    from contextsim.truth.costs import PRESETS, request_cost
+    from contextsim.truth.costs import PRESETS, per_token
 
-    anthropic = PRESETS["anthropic"]
-    assert request_cost(anthropic, 1_000_000, 0, 0) == pytest.approx(3.0 * 1.25)
-    assert request_cost(anthropic, 1_000_000, 1_000_000, 0) == pytest.approx(3.0 * 0.1)
-    assert request_cost(PRESETS["openai"], 1_000_000, 0, 1_000_000) == pytest.approx(11.25)
+    new, read, out = per_token(PRESETS["anthropic"])  # a new token is written to the cache
+    assert (new * 1e6, read * 1e6) == (pytest.approx(3.0 * 1.25), pytest.approx(3.0 * 0.1))
+    new, _, out = per_token(PRESETS["openai"])
+    assert new * 1e6 + out * 1e6 == pytest.approx(11.25)

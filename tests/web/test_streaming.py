@@ -180,7 +180,7 @@ def test_an_open_dashboard_is_told_when_the_run_grows(key, live, alice):
     assert viewer.get(url, {"revision": revision}).status_code == 204
     _append(client, key, run_id, [{"role": "user", "content": "go"}])
     grew = viewer.get(url, {"revision": revision})
-    assert grew.status_code == 200 and grew["HX-Trigger"] == "contextsim:grew"
+    assert grew.status_code == 200 and json.loads(grew["HX-Trigger"]) == {"contextsim:grew": {}}
     assert f"revision={revision + 1}" in grew.content.decode()
     controls = viewer.get(reverse("run", args=[run_id])).content.decode()
     assert "contextsim:grew from:body" in controls

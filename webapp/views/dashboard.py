@@ -10,6 +10,7 @@ from dataclasses import replace
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
+from django_htmx.http import push_url, trigger_client_event
 
 from contextsim.analysis.problems import KINDS as PROBLEM_KINDS
 from contextsim.analysis.report import simulation_summary
@@ -117,7 +118,7 @@ def run_dashboard(request: HttpRequest, public_id: str) -> HttpResponse:
 def push_canonical(request: HttpRequest, response: HttpResponse, query: str) -> None:
     """Have htmx push the canonical URL of the view (defaults left out), not the raw
     form fields."""
-    response["HX-Push-Url"] = request.path + (f"?{query}" if query else "")
+    push_url(response, request.path + (f"?{query}" if query else ""))
 
 
 def _int(raw: str | None, default: int) -> int:
@@ -208,5 +209,5 @@ def run_live(request: HttpRequest, public_id: str) -> HttpResponse:
         return HttpResponse(status=204)
     response = render(request, "dashboard/run.html#live", {"run": run, "live": live})
     if str(run.revision) != request.GET.get("revision"):
-        response["HX-Trigger"] = "contextsim:grew"
+        trigger_client_event(response, "contextsim:grew")
     return response

@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseClientRefresh
 
 from webapp import tasks
 from webapp.charts.frontier import frontier_figures
@@ -71,9 +72,7 @@ def sweep_detail(request: HttpRequest, public_id: str) -> HttpResponse:
         response = render(
             request, "sweeps/detail.html#progress", {"sweep": sweep, "progress": progress}
         )
-        if progress.finished:
-            response["HX-Refresh"] = "true"
-        return response
+        return HttpResponseClientRefresh() if progress.finished else response
     context: dict[str, object] = {
         "sweep": sweep,
         "progress": progress,

@@ -28,10 +28,6 @@ CLEARED_NOTE = (
     "[This tool result was cleared to keep the conversation within the model's context. "
     "Run the tool again if you need its output.]"
 )
-REJECTION_MESSAGE = (
-    "This conversation has grown too long for the model to read in one request. Start a "
-    "new chat for the next step: nothing you have built so far will be lost."
-)
 
 
 @dataclass(frozen=True, slots=True)
