@@ -40,7 +40,7 @@ def main(count: int) -> None:
 
     from contextsim.ingest.base import ParsedFile
     from webapp.models import Visibility
-    from webapp.services.saving import save_parsed
+    from webapp.store.actions.saving import save_parsed
 
     get_user_model().objects.get_or_create(username="bench")  # who sweeps the fleet
     ids: list[str] = []

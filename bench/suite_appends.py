@@ -52,7 +52,7 @@ def _setup(data_dir: str) -> str:
     from django.contrib.auth import get_user_model
     from django.db import connections
 
-    from webapp.services.api_tokens import create_token
+    from webapp.access.services.tokens import create_token
 
     owner, _ = get_user_model().objects.get_or_create(username="bench-appends")
     key = create_token(owner, "bench")[1]

@@ -57,7 +57,7 @@ def _setup(data_dir: str) -> str:
     start_django(data_dir)
     from contextsim.ingest.base import ParsedFile
     from webapp.models import Visibility
-    from webapp.services.saving import save_parsed
+    from webapp.store.actions.saving import save_parsed
 
     started = time.perf_counter()
     run = long_run(STEPS)

@@ -1,6 +1,6 @@
 """Suite `live`: what following a growing run costs, at 2,000 and 20,000 messages.
 
-A live run (webapp.services.streaming) is grown in a throwaway SQLite database to each
+A live run (webapp.store.actions.appends) is grown in a throwaway SQLite database to each
 size; its dashboard is opened once (the skeleton built), then APPENDS times one more
 message is appended (the streaming service, as `POST /api/runs/<id>/messages` does)
 and the dashboard requested again (the Django test client, the estimator `chars4`).
@@ -46,8 +46,7 @@ def _grow(size: int):  # type: ignore[no-untyped-def]
 
     from contextsim import model as core
     from webapp.models import Visibility
-    from webapp.services import streaming
-
+    from webapp.store.actions import appends as streaming
     owner, _ = get_user_model().objects.get_or_create(username=f"bench-{size}")
     run = streaming.create_live_run(owner, core.Run(f"live {size}", ()))
     run.visibility = Visibility.PUBLIC
@@ -61,9 +60,8 @@ def _grow(size: int):  # type: ignore[no-untyped-def]
 def _figures(size: int) -> dict[str, float]:
     from django.test import Client
 
-    from webapp import derived
-    from webapp.services import streaming
-
+    from webapp.store import reads as derived
+    from webapp.store.actions import appends as streaming
     run = _grow(size)
     client = Client(SERVER_NAME="localhost")
     url = f"/runs/{run.public_id}/"
@@ -122,8 +120,7 @@ def run() -> list[Figure]:
     data_dir = tempfile.mkdtemp(prefix="contextsim-bench-live-")
     try:
         start_django(data_dir)
-        from webapp import heap
-
+        from webapp.runtime import heap
         heap.settle()  # as the server's entry points do once started
         found = {size: _figures(size) for size in SIZES}
     finally:

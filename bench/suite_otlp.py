@@ -10,11 +10,11 @@ key): every batch stores its spans and brings each conversation's live run in st
 One span of another conversation is sent first (what a running server has loaded
 once, the tokenizers' tables above all, is not throughput).
 A live run's messages are counted by the fast estimators as they arrive; the real
-tokenizers count a run when someone first looks at it (webapp.services.message_rows.
+tokenizers count a run when someone first looks at it (webapp.store.actions.rows.
 LIVE_COUNTED), which this throughput leaves out. The same spans, as one OTLP JSON file,
 through the file importer (parse and save, every estimator counted: a small file is
 counted whole before it is shown) are the reference.
-The server's heap is settled once started, as its entry points do (webapp.heap).
+The server's heap is settled once started, as its entry points do (webapp.runtime.heap).
 Figures: spans per second sustained, the median of ROUNDS rounds (issue 13: >= 2,000),
 and the receiver's time as a ratio to the importer's.
 """
@@ -118,7 +118,7 @@ def _receive(name: str, bodies: list[bytes], spans: int, conversations: int, cal
     from django.test import Client
 
     from webapp.models import ReceivedSpan, Run
-    from webapp.services.api_tokens import create_token
+    from webapp.access.services.tokens import create_token
 
     owner, _ = get_user_model().objects.get_or_create(username=f"bench-otlp {name}")
     key = create_token(owner, "bench")[1]
@@ -162,7 +162,7 @@ def _import(name: str, raw: bytes, conversations: int) -> float:
 
     from contextsim.ingest.detect import parse_stream
     from webapp.models import Visibility
-    from webapp.services.saving import save_parsed
+    from webapp.store.actions.saving import save_parsed
 
     owner, _ = get_user_model().objects.get_or_create(username=f"bench-file {name}")
     started = time.perf_counter()
@@ -191,8 +191,7 @@ def run() -> list[Figure]:
     figures = []
     try:
         start_django(data_dir)
-        from webapp import heap
-
+        from webapp.runtime import heap
         heap.settle()  # as the server's entry points do once started
         for name, (conversations, calls) in WORKLOADS.items():
             count = conversations * calls

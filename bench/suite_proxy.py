@@ -154,7 +154,7 @@ def _dashboard_run() -> str:
     from bench.synthetic import long_run
     from contextsim.ingest.base import ParsedFile
     from webapp.models import Visibility
-    from webapp.services.saving import save_parsed
+    from webapp.store.actions.saving import save_parsed
 
     (stored,) = save_parsed(
         ParsedFile("native", (long_run(STEPS),)),

@@ -36,7 +36,7 @@ def _setup(data_dir: str) -> tuple[list[str], str]:
     from contextsim.ingest.base import ParsedFile
     from contextsim.systems.seed.demo import demo_runs
     from webapp.models import Visibility
-    from webapp.services.saving import save_parsed
+    from webapp.store.actions.saving import save_parsed
 
     started = time.perf_counter()
     fleet = save_parsed(
@@ -62,8 +62,7 @@ def _cell_figures(long_id: str) -> list[Figure]:
 
     from contextsim.analysis.sweep import grid
     from webapp.models import Run
-    from webapp.services import sweeps
-
+    from webapp.sweeps import services as sweeps
     owner, _ = get_user_model().objects.get_or_create(username="bench")
     run = Run.objects.get(public_id=long_id)
     configs = grid(POLICIES, BUDGETS)

@@ -11,7 +11,7 @@ class WebappConfig(AppConfig):
     def ready(self) -> None:
         from django.contrib.auth.signals import user_logged_in, user_logged_out
 
-        from webapp import share_grants
+        from webapp.access import grants as share_grants
 
         user_logged_in.connect(share_grants.drop, dispatch_uid="drop-share-grants-in")
         user_logged_out.connect(share_grants.drop, dispatch_uid="drop-share-grants-out")

@@ -1,6 +1,6 @@
 """The ASGI entry point (`manage.py serve` runs it with uvicorn): the capture proxy
-(`/proxy/...`, webapp.proxy) on the event loop, the streaming API's appends through
-Django in threads of their own (webapp.append_lane), everything else through Django."""
+(`/proxy/...`, webapp.ingest.proxy.views) on the event loop, the streaming API's appends through
+Django in threads of their own (webapp.runtime.append_lane), everything else through Django."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ warnings.filterwarnings("ignore", message="StreamingHttpResponse must consume sy
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 django_app = get_asgi_application()
 
-from webapp import append_lane, heap, proxy  # noqa: E402  (needs Django set up first)
+from webapp.ingest.proxy import views as proxy  # noqa: E402
+from webapp.runtime import append_lane, heap  # noqa: E402
 
 heap.settle()
 

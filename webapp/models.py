@@ -56,7 +56,7 @@ class Upload(models.Model):
 
 class Job(models.Model):
     """What every background job row has (an import, a sweep cell): its state, and the
-    lease by which a worker holds it (webapp.services.jobs)."""
+    lease by which a worker holds it (webapp.jobs.services)."""
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -69,7 +69,7 @@ class Job(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
-    """Times a worker has taken it (webapp.services.jobs)."""
+    """Times a worker has taken it (webapp.jobs.services)."""
     lease_until = models.DateTimeField(null=True, blank=True)
     """While running: the worker holding it renews this; past it, the worker is lost."""
     sent = models.DateTimeField(default=timezone.now)
@@ -127,7 +127,7 @@ class ImportJob(Job):
 
 class ReadyRuns(models.Manager["Run"]):
     """Runs whose import has finished: an import still writing its messages in batches
-    (webapp.services.saving.begin, fill) is seen by no page, search or API."""
+    (webapp.store.actions.saving.begin, fill) is seen by no page, search or API."""
 
     def get_queryset(self) -> models.QuerySet[Run]:
         return super().get_queryset().filter(ready=True)
@@ -441,7 +441,7 @@ class SpanGroup(models.Model):
 
 
 class ReceivedSpan(models.Model):
-    """One model call span received over OTLP, compressed (webapp.otlp_wire.packed):
+    """One model call span received over OTLP, compressed (webapp.ingest.otlp.wire.packed):
     its group's run is rebuilt from these. Stored once per owner: an exporter's retry
     adds nothing."""
 

@@ -90,17 +90,17 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "webapp.middleware.upload_size_middleware",
+    "webapp.access.local_mode.upload_size_middleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "webapp.middleware.local_user_middleware",
+    "webapp.access.local_mode.local_user_middleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "webapp.middleware.no_store_middleware",
+    "webapp.access.local_mode.no_store_middleware",
     "django_ratelimit.middleware.RatelimitMiddleware",
     "csp.middleware.CSPMiddleware",
 ]
@@ -138,7 +138,7 @@ RATE_SIGN_IN = os.environ.get("CONTEXTSIM_RATE_SIGN_IN", "10/m")
 RATE_BAD_API_KEYS = os.environ.get("CONTEXTSIM_RATE_BAD_API_KEYS", "20/m")
 RATE_RETRY_AFTER = 60
 """Seconds a limited visitor is told to wait (the limits count per minute)."""
-RATELIMIT_VIEW = "webapp.views.limits.too_many"
+RATELIMIT_VIEW = "webapp.access.views.limits.too_many"
 # One web process (serve) counts in its own memory, which is all it needs; scaled out,
 # set CACHE_URL so every process counts together.
 SILENCED_SYSTEM_CHECKS = [] if os.environ.get("CACHE_URL") else ["django_ratelimit.W001"]
@@ -148,8 +148,8 @@ WSGI_APPLICATION = "webapp.wsgi.application"
 
 TEMPLATES = [
     {
-        # Django's, with each render's context let go at once (webapp.templating).
-        "BACKEND": "webapp.templating.DjangoTemplates",
+        # Django's, with each render's context let go at once (webapp.runtime.templating).
+        "BACKEND": "webapp.runtime.templating.DjangoTemplates",
         "NAME": "django",
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
@@ -232,7 +232,7 @@ if S3_BUCKET:
         },
     }
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
-# The capture proxy's upstreams (webapp.proxy), and how long it waits between two
+# The capture proxy's upstreams (webapp.ingest.proxy.views), and how long it waits between two
 # pieces of an answer (a model thinking before it writes) before giving up.
 UPSTREAM_ANTHROPIC = os.environ.get("CONTEXTSIM_UPSTREAM_ANTHROPIC", "https://api.anthropic.com")
 UPSTREAM_OPENAI = os.environ.get("CONTEXTSIM_UPSTREAM_OPENAI", "https://api.openai.com")
@@ -267,7 +267,7 @@ SECURE_REFERRER_POLICY = "same-origin"
 
 LOCAL_USER = os.environ.get("CONTEXTSIM_LOCAL_USER", "")
 LOCAL_USER_EXPLICIT = bool(LOCAL_USER)
-"""Configured by the operator: every request is the local user (webapp.middleware).
+"""Configured by the operator: every request is the local user (webapp.access.local_mode).
 Implied by `serve` on loopback: only plainly local requests are."""
 
 JOB_LEASE_SECONDS = max(2, int(os.environ.get("CONTEXTSIM_JOB_LEASE", "60")))

@@ -10,9 +10,11 @@ from celery import Celery, current_app, shared_task
 from celery.signals import worker_init, worker_ready
 from django.db import transaction
 
-from webapp import heap
+from webapp.ingest.uploads import services as imports
+from webapp.jobs import services as jobs
 from webapp.models import Sweep, SweepCell
-from webapp.services import imports, jobs, sweeps
+from webapp.runtime import heap
+from webapp.sweeps import services as sweeps
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +47,7 @@ def queue_sweep(sweep: Sweep) -> None:
 
 @shared_task
 def reap_jobs() -> None:
-    """Send again the jobs whose worker or task was lost (webapp.services.jobs.reap),
+    """Send again the jobs whose worker or task was lost (webapp.jobs.services.reap),
     and index the text an import that ended early left unindexed
     (imports.index_left); run every half lease by celery beat (`serve` runs it inside
     its worker)."""

@@ -1,27 +1,24 @@
-"""The site's routes: one views module per area (webapp/views/)."""
+"""The site's routes: each feature's views (webapp/<feature>/views.py)."""
 
 from django.contrib.auth import views as auth_views
 from django.urls import path
 from django_ratelimit.decorators import ratelimit
 
-from webapp.views import (
-    api,
-    collections,
-    dashboard,
-    estimators,
-    limits,
-    otlp,
-    runs,
-    sharing,
-    sweeps,
-    tokens,
-)
+from webapp.access.views import limits, sharing, tokens
+from webapp.dashboard import views as dashboard
+from webapp.estimators import views as estimators
+from webapp.fleet import views as collections
+from webapp.ingest.live import views as api
+from webapp.ingest.otlp import views as otlp
+from webapp.ingest.uploads import views as uploads
+from webapp.runs import views as runs
+from webapp.sweeps import views as sweeps
 
 urlpatterns = [
     path("", runs.runs_list, name="runs"),
-    path("upload/", runs.upload, name="upload"),
-    path("imports/<str:public_id>/", runs.import_status, name="import-status"),
-    path("imports/<str:public_id>/again/", runs.import_again, name="import-again"),
+    path("upload/", uploads.upload, name="upload"),
+    path("imports/<str:public_id>/", uploads.import_status, name="import-status"),
+    path("imports/<str:public_id>/again/", uploads.import_again, name="import-again"),
     path("runs/<str:public_id>/edit/", runs.edit_run, name="run-edit"),
     path("runs/<str:public_id>/delete/", runs.delete_run, name="run-delete"),
     path("runs/<str:public_id>/", dashboard.run_dashboard, name="run"),

@@ -7,6 +7,6 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 application = get_wsgi_application()
 
-from webapp import heap  # noqa: E402  (needs Django set up first)
+from webapp.runtime import heap  # noqa: E402
 
 heap.settle()

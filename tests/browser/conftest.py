@@ -80,7 +80,7 @@ def fleet(page):  # type: ignore[no-untyped-def]
     from contextsim.systems.seed.demo import demo_runs
     from webapp.celery import app
     from webapp.models import Visibility
-    from webapp.services.saving import save_parsed
+    from webapp.store.actions.saving import save_parsed
 
     # No worker process here: tasks run in the request that queues them.
     previous = app.conf.task_always_eager

@@ -10,7 +10,7 @@ from django.test import Client
 
 from tests.browser.conftest import wait_until
 from tests.web.test_streaming import HEADER, _round
-from webapp.services.api_tokens import create_token
+from webapp.access.services.tokens import create_token
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -43,7 +43,7 @@ def test_a_sweep_started_from_a_collection_shows_its_outcome_and_opens_cells(pag
 def test_the_sweep_page_follows_progress_and_shows_the_outcome_when_done(page, fleet):
     from contextsim.analysis.sweep import grid
     from webapp.models import Sweep
-    from webapp.services import sweeps
+    from webapp.sweeps import services as sweeps
 
     sweep = Sweep.objects.create(
         owner=fleet[0].owner,
@@ -71,7 +71,7 @@ def test_the_outcome_drawn_after_following_progress_looks_like_a_fresh_load(page
     from contextsim.analysis.sweep import grid
     from tests.browser.test_dashboard import chart_image, differing_share
     from webapp.models import Sweep
-    from webapp.services import sweeps
+    from webapp.sweeps import services as sweeps
 
     sweep = Sweep.objects.create(
         owner=fleet[0].owner,

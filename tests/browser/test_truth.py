@@ -19,7 +19,7 @@ def compacted(page, corpus):  # type: ignore[no-untyped-def]
 
     from contextsim.ingest.detect import parse_path
     from webapp.models import Visibility
-    from webapp.services.saving import save_parsed
+    from webapp.store.actions.saving import save_parsed
 
     owner, _ = User.objects.get_or_create(username="local")
     parsed = parse_path(str(corpus / SESSION))

@@ -13,7 +13,7 @@ from django.test import Client
 from contextsim.ingest.base import ParsedFile
 from contextsim.systems.seed.demo import demo_runs
 from webapp.models import Run, Visibility
-from webapp.services.saving import save_parsed
+from webapp.store.actions.saving import save_parsed
 
 
 @pytest.fixture(autouse=True)

@@ -11,10 +11,10 @@ import pytest
 from contextsim import model as core
 from contextsim.counting.skeleton import LAYOUT
 from contextsim.ingest.base import ParsedFile
-from webapp import derived
+from webapp.dashboard.trace import THINKING_NOTE, _change
 from webapp.models import RunSkeleton, Visibility
-from webapp.selectors.trace import THINKING_NOTE, _change
-from webapp.services.saving import save_parsed
+from webapp.store import reads as derived
+from webapp.store.actions.saving import save_parsed
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from django.utils import timezone
 
 from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
 from contextsim.ingest.detect import parse_stream
+from webapp.access.services.tokens import create_token
 from webapp.models import Message, Run, Visibility
-from webapp.services.api_tokens import create_token
-from webapp.services.saving import save_parsed
+from webapp.store.actions.saving import save_parsed
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""The append lane (webapp.append_lane): the streaming API's appends served by Django's
+"""The append lane (webapp.runtime.append_lane): the streaming API's appends served by Django's
 synchronous handler in threads that keep their database connection. Served by uvicorn
 as `manage.py serve` serves them, every answer (status, headers, body) is the one
 Django's own ASGI handler gives the same request; the lane opens one connection per
@@ -19,9 +19,9 @@ from django.db import connection
 from django.db.backends.signals import connection_created
 
 from tests.upstream import serving
-from webapp import append_lane
+from webapp.access.services.tokens import create_token
 from webapp.models import Message, Run
-from webapp.services.api_tokens import create_token
+from webapp.runtime import append_lane
 
 VARYING = {"date", "server", "content-length"}
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from tests.conftest import corpus_root
 from tests.mutations import MUTATION, ODD_VALUES, corpus_files, mutated, replace_at
 from tests.web.test_streaming import HEADER, _round
+from webapp.access.services.tokens import create_token
 from webapp.models import ImportJob, Message, Run
-from webapp.services.api_tokens import create_token
 
 pytestmark = pytest.mark.django_db
 

@@ -8,10 +8,10 @@ import re
 
 from contextsim.ingest.base import ParsedFile
 from contextsim.model import Message, Run, TextPart, Usage
+from webapp.ingest.proxy.services import Capture, record
 from webapp.models import Run as StoredRun
 from webapp.models import Visibility
-from webapp.services.capture import Capture, record
-from webapp.services.saving import save_parsed
+from webapp.store.actions.saving import save_parsed
 
 SYSTEM = "You are a careful agent. " * 40
 

@@ -12,7 +12,7 @@ from contextsim.counting.builder import build
 from contextsim.counting.estimators import ESTIMATORS
 from contextsim.engine.simulate import simulate
 from contextsim.registry import POLICIES
-from webapp.charts.composition import MAX_MARKED, MAX_POINTS, composition_figure
+from webapp.dashboard.charts.composition import MAX_MARKED, MAX_POINTS, composition_figure
 
 EST = ESTIMATORS["chars4"]
 

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 from django.db import connection, transaction
 
-from webapp import checkpoints
 from webapp.models import Upload
+from webapp.runtime import checkpoints
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

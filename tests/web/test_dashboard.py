@@ -269,8 +269,8 @@ def test_a_long_request_pages_its_items_and_collapses_what_was_left_out(alice, a
 def test_next_problem_includes_info_problems(alice_client, run):
     from django.http import QueryDict
 
-    from webapp.selectors.analysis import analyse
-    from webapp.viewstate import defaults_for, read_state
+    from webapp.dashboard.analysis import analyse
+    from webapp.dashboard.state import defaults_for, read_state
 
     page = get(alice_client, "step", run, 9, budget=8000).content.decode()
     query = QueryDict("policy=mythex&budget=8000")

@@ -15,10 +15,12 @@ from django.utils import timezone
 from contextsim.counting.estimators import ESTIMATORS, SHOWN_FIRST, SLOW, STAND_INS, count_message
 from tests.ingest.test_pieces import LATE_LINE_SESSION
 from tests.web.test_import_service import NATIVE
-from webapp.derived import stored_run
+from webapp.estimators.reads import request_rows
+from webapp.ingest.uploads import services as imports
+from webapp.jobs import services as jobs
 from webapp.models import ImportJob, Message, Run, RunSkeleton
-from webapp.selectors.estimators import request_rows
-from webapp.services import counting, imports, jobs
+from webapp.store.actions import counting
+from webapp.store.reads import stored_run
 
 MIXED = {
     "contextsim": 1,
@@ -289,7 +291,7 @@ def test_a_run_is_shown_counted_by_its_first_estimator_and_by_every_other_after(
 def test_counts_a_skeleton_keeps_leave_those_stored_since_it_read_them(alice):
     from django.db import transaction
 
-    from webapp import derived
+    from webapp.store import reads as derived
 
     run = imports.run_import(_upload(alice, MIXED).pk).upload.runs.get()
     rows = Message.objects.filter(run=run).order_by("index")

@@ -1,4 +1,4 @@
-"""The embedded default's broker (webapp.embedded_broker): a message is taken whole or
+"""The embedded default's broker (webapp.runtime.embedded_broker): a message is taken whole or
 not at all, and a damaged one does not stop the worker."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from kombu import Connection
 
 import webapp.celery  # noqa: F401  (registers the transport under "filesystem")
-from webapp.embedded_broker import PARTIAL, Transport
+from webapp.runtime.embedded_broker import PARTIAL, Transport
 
 
 @pytest.fixture(scope="module")

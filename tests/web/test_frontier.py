@@ -4,7 +4,7 @@ finishes, one point per budget."""
 from __future__ import annotations
 
 from contextsim.analysis.sweep import Config, Totals
-from webapp.charts.frontier import frontier_figures
+from webapp.sweeps.frontier import frontier_figures
 
 
 def totals(finished: int, peak: int, cost: float) -> Totals:

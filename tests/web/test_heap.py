@@ -3,7 +3,7 @@ import io
 
 import pytest
 
-from webapp import heap
+from webapp.runtime import heap
 
 
 def test_settle_freezes_the_start_up_heap_and_raises_the_collector_thresholds():

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from contextsim.counting.estimators import ESTIMATORS
+from webapp.estimators.reads import request_rows
+from webapp.ingest.uploads.services import run_import, store_upload
 from webapp.models import ImportJob, Message, Run, Upload
-from webapp.selectors.estimators import request_rows
-from webapp.services.imports import run_import, store_upload
 
 NATIVE = {
     "contextsim": 1,
@@ -154,7 +154,7 @@ def test_a_file_forced_as_the_wrong_format_saves_nothing_and_says_why(alice, cor
 def test_input_past_the_limits_fails_the_import_cleanly_upload_and_api(alice, data):
     from django.test import Client
 
-    from webapp.services.api_tokens import create_token
+    from webapp.access.services.tokens import create_token
 
     job = import_bytes(alice, "odd.json", data)
     assert job.status == "failed" and "internal error" not in job.error

@@ -1,4 +1,4 @@
-"""Jobs that survive a lost worker (webapp.services.jobs): a job is taken once, its
+"""Jobs that survive a lost worker (webapp.jobs.services): a job is taken once, its
 result is written only while its lease is its own, and the reaper gives back jobs whose
 worker or task was lost, up to the attempts allowed, then fails them as "worker lost".
 The worker processes themselves, killed for real, are in test_worker_crash.py."""
@@ -20,10 +20,14 @@ from contextsim.ingest import base as ingest_base
 from contextsim.ingest.detect import parse_stream
 from tests.web.test_import_service import NATIVE
 from webapp import tasks
-from webapp.derived import build_skeleton
+from webapp.ingest.uploads import services as imports
+from webapp.jobs import services as jobs
 from webapp.models import ImportJob, Message, Run, RunSkeleton, Sweep, SweepCell
-from webapp.services import counting, imports, jobs, message_rows, saving, sweeps
-from webapp.services.sweeps import create_sweep
+from webapp.store.actions import counting, saving
+from webapp.store.actions import rows as message_rows
+from webapp.store.reads import build_skeleton
+from webapp.sweeps import services as sweeps
+from webapp.sweeps.services import create_sweep
 
 pytestmark = pytest.mark.django_db
 

@@ -22,9 +22,9 @@ from tests.conftest import ROOT
 from tests.web.test_import_service import NATIVE, import_bytes
 from tests.web.test_pages import upload
 from webapp import tasks
+from webapp.ingest.uploads import views as run_views
+from webapp.ingest.uploads.services import run_import
 from webapp.models import ImportJob, Run, Upload
-from webapp.services.imports import run_import
-from webapp.views import runs as run_views
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ import pytest
 from contextsim import model as core
 from contextsim.ingest.base import ParsedFile
 from webapp.models import Visibility
-from webapp.services.saving import save_parsed
+from webapp.store.actions.saving import save_parsed
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from django.urls import reverse
 
 from tests.web.test_dashboard import native_run
 from tests.web.test_import_service import import_bytes
+from webapp.access.services.sharing import create_link
 from webapp.management.commands.serve import public_hosts
 from webapp.models import Run
-from webapp.services.sharing import create_link
 
 pytestmark = pytest.mark.django_db
 

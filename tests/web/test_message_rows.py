@@ -15,8 +15,8 @@ from contextsim import model as core
 from contextsim.counting.estimators import ESTIMATORS, count_message
 from contextsim.ingest.base import ParsedFile
 from webapp.models import Message
-from webapp.services.message_rows import sqlite_json, storable
-from webapp.services.saving import save_parsed
+from webapp.store.actions.rows import sqlite_json, storable
+from webapp.store.actions.saving import save_parsed
 
 TEXT = st.text(alphabet=st.sampled_from(["a", "\x00", "\\", "u", "0", "é", "中"]), max_size=8)
 JSON = st.recursive(

@@ -1,4 +1,4 @@
-"""The receiver follows a conversation a call at a time (webapp.services.spans: each
+"""The receiver follows a conversation a call at a time (webapp.ingest.otlp.services.receiving: each
 call's messages read once, only the new tail written) and falls back to reading every
 stored span when calls arrive out of order: either way the stored run is the one the
 file importer makes of all the spans at once."""
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from contextsim.counting.estimators import content_key
 from contextsim.systems.otel.spans import calls_of, runs_from
+from webapp.ingest.otlp.services.receiving import receive_export
 from webapp.models import Message, ReceivedSpan, Run
-from webapp.services.spans import receive_export
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OWNERS = count()
@@ -128,7 +128,7 @@ def _protobuf_export(spans: list[dict[str, Any]]) -> Any:
     from google.protobuf import json_format
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-    from webapp import otlp_wire as wire
+    from webapp.ingest.otlp import wire as wire
 
     def b64(hex_id: str) -> str:
         return base64.b64encode(bytes.fromhex(hex_id)).decode()
@@ -140,7 +140,7 @@ def _protobuf_export(spans: list[dict[str, Any]]) -> Any:
 
 @pytest.mark.parametrize("body", ["protobuf", "json"])
 def test_a_process_that_did_not_follow_a_conversation_reads_its_kept_spans_back(body):
-    from webapp.services import span_follow
+    from webapp.ingest.otlp.services import follow as span_follow
 
     owner = get_user_model().objects.create_user(f"otel {next(OWNERS)}")
     history = [_message("user", "read it")]

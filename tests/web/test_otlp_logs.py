@@ -33,8 +33,8 @@ from tests.web.test_otlp_receiver import (
     _url,
     weather_calls,
 )
+from webapp.access.services.tokens import create_token
 from webapp.models import ReceivedEvent, Run
-from webapp.services.api_tokens import create_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

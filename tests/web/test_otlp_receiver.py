@@ -27,8 +27,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from webapp.access.services.tokens import create_token
 from webapp.models import Message, ReceivedSpan, Run, Visibility
-from webapp.services.api_tokens import create_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -17,8 +17,8 @@ from django.apps import apps
 from django.db import connection
 
 from tests.upstream import Reply, Upstream, serving
+from webapp.access.services.tokens import create_token
 from webapp.models import CapturedCall, Run
-from webapp.services.api_tokens import create_token
 
 PROVIDER_KEY = "sk-provider-secret-0123456789abcdef"
 TOOLS = [

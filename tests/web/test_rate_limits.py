@@ -8,7 +8,7 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
-from webapp.services.api_tokens import create_token
+from webapp.access.services.tokens import create_token
 
 pytestmark = pytest.mark.django_db
 

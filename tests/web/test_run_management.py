@@ -13,8 +13,8 @@ from django.urls import reverse
 
 from tests.web.test_dashboard import native_run
 from tests.web.test_import_service import import_bytes
+from webapp.access.services.sharing import create_link
 from webapp.models import Collection, Message, Run, RunSkeleton, ShareLink, Tag
-from webapp.services.sharing import create_link
 
 pytestmark = pytest.mark.django_db
 

@@ -18,9 +18,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.web.test_import_service import import_bytes
+from webapp.ingest.uploads import services as imports
+from webapp.jobs import services as jobs
 from webapp.models import ImportJob, Message, Run
-from webapp.services import imports, jobs, message_rows
-from webapp.services.message_rows import searchable
+from webapp.store.actions import rows as message_rows
+from webapp.store.actions.rows import searchable
 
 pytestmark = pytest.mark.django_db
 
@@ -72,7 +74,7 @@ def test_another_persons_private_messages_are_never_found(alice, bob):
 
 
 def test_the_index_follows_appends_and_deletions(alice, alice_client):
-    from webapp.services.run_edits import delete_run
+    from webapp.runs.services import delete_run
 
     import_bytes(alice, "a.json", _native("alpha", "first words"))
     run = Run.objects.get(title="alpha")

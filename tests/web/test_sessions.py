@@ -21,8 +21,8 @@ from tests.systems.claude_code.test_format import (
     user,
 )
 from tests.web.test_import_service import import_bytes
+from webapp.access.services.tokens import create_token
 from webapp.models import Run
-from webapp.services.api_tokens import create_token
 
 pytestmark = pytest.mark.django_db
 

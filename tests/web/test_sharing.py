@@ -132,7 +132,7 @@ def test_a_run_shared_alone_shows_nothing_of_its_collection(alice, alice_client)
     from contextsim.ingest.base import ParsedFile
     from contextsim.systems.seed.demo import demo_runs
     from webapp.models import Visibility
-    from webapp.services.saving import save_parsed
+    from webapp.store.actions.saving import save_parsed
 
     runs = save_parsed(
         ParsedFile("demo", demo_runs("subagents", chapter_chars=2_000)[:3]),

@@ -59,7 +59,7 @@ def _manage(env: dict[str, str], *args: str) -> str:
 
 SETUP = """
 from django.contrib.auth.models import User
-from webapp.services.api_tokens import create_token
+from webapp.access.services.tokens import create_token
 alice = User.objects.create_user("alice", password="pw-alice-123")
 print(create_token(alice, "test")[1])
 """

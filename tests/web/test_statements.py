@@ -1,4 +1,4 @@
-"""Written-out statements (webapp.statements) read and write what the ORM does: every
+"""Written-out statements (webapp.runtime.statements) read and write what the ORM does: every
 value read is the one the ORM gives (texts, aware datetimes, booleans, JSON, large
 whole numbers, nulls), an update writes only the fields named, a delete only the rows
 named, and a lock is taken where the database has row locks."""
@@ -14,8 +14,8 @@ from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from webapp import statements
 from webapp.models import Run, RunSkeleton
+from webapp.runtime import statements
 
 TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=40)
 WHEN = st.datetimes(

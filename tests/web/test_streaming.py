@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from contextsim import model as core
 from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
 from contextsim.ingest.detect import parse_path
+from webapp.access.services.tokens import LAST_USED_EVERY, create_token, owner_of
+from webapp.estimators.reads import request_rows
 from webapp.models import ApiToken, Message, Run, RunSkeleton
-from webapp.selectors.estimators import request_rows
-from webapp.services.api_tokens import LAST_USED_EVERY, create_token, owner_of
-from webapp.services.message_rows import LIVE_COUNTED
+from webapp.store.actions.rows import LIVE_COUNTED
 
 pytestmark = pytest.mark.django_db
 
@@ -254,7 +254,7 @@ def test_the_runs_list_marks_a_live_run(key, live, alice):
 
 
 def test_a_skeleton_built_while_the_run_grows_is_not_kept(key, live, monkeypatch):
-    from webapp import derived
+    from webapp.store import reads as derived
 
     client, run_id = live
     _append(client, key, run_id, [{"role": "user", "content": "go"}, *_round(0)])
@@ -348,7 +348,7 @@ def test_an_unexpected_failure_is_a_json_500_and_saves_nothing(key, live, monkey
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("webapp.services.streaming.message_row", broken)
+    monkeypatch.setattr("webapp.store.actions.appends.message_row", broken)
     status, body = _append(client, key, run_id, [{"role": "user", "content": "go"}])
     assert status == 500 and body == {"error": "internal error (see the server log)"}
     assert Run.objects.get(public_id=run_id).message_count == 0
@@ -480,8 +480,8 @@ def _post(url, key, body, idempotency):
 
 def test_a_skeleton_after_appends_is_extended_and_equals_one_built_afresh(alice):
     from contextsim.counting.estimators import ESTIMATORS
-    from webapp import derived
-    from webapp.services.streaming import append_messages, create_live_run
+    from webapp.store import reads as derived
+    from webapp.store.actions.appends import append_messages, create_live_run
 
     def said(i: int) -> core.Message:
         role = "user" if i % 2 == 0 else "assistant"
@@ -516,8 +516,8 @@ def test_a_skeleton_after_appends_is_extended_and_equals_one_built_afresh(alice)
 
 def test_a_tail_replaced_by_start_builds_the_skeleton_afresh(alice):
     from contextsim.counting.estimators import ESTIMATORS
-    from webapp import derived
-    from webapp.services.streaming import append_messages, create_live_run
+    from webapp.store import reads as derived
+    from webapp.store.actions.appends import append_messages, create_live_run
 
     first = [
         core.Message("user", (core.TextPart("a"),)),
@@ -545,7 +545,7 @@ def test_a_tail_replaced_by_start_builds_the_skeleton_afresh(alice):
     )
 )
 def test_figures_after_appends_and_replaced_tails_equal_those_read_from_every_message(alice, steps):
-    from webapp.services import streaming
+    from webapp.store.actions import appends as streaming
 
     run = streaming.create_live_run(alice, core.Run("figures", ()))
     for batch, start in steps:
@@ -568,7 +568,7 @@ def test_figures_after_appends_and_replaced_tails_equal_those_read_from_every_me
 
 def test_a_followed_run_keeps_only_the_revision_it_grows_from_cached(key, live):
     from contextsim.engine import memory as memo
-    from webapp import derived
+    from webapp.store import reads as derived
 
     client, run_id = live
     derived._CACHE.clear()

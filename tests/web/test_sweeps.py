@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from webapp.models import Run, Sweep, SweepCell
-from webapp.services import sweeps
+from webapp.sweeps import services as sweeps
 
 pytestmark = pytest.mark.django_db
 
@@ -280,7 +280,7 @@ def test_a_cell_that_crashes_is_failed_and_the_sweep_still_finishes(
     def boom(*args, **kwargs):
         raise RuntimeError("database is locked")
 
-    monkeypatch.setattr("webapp.services.sweeps.simulate", boom)
+    monkeypatch.setattr("webapp.sweeps.services.simulate", boom)
     (cell,) = sweep.cells.all()
     sweeps.run_cell(cell.pk)
     cell.refresh_from_db()

@@ -14,7 +14,7 @@ from contextsim.ingest.base import ParsedFile
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart, Usage
 from webapp.models import Run as StoredRun
 from webapp.models import Visibility
-from webapp.services.saving import save_parsed
+from webapp.store.actions.saving import save_parsed
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ def count_batches(apps, schema_editor):
 
 
 def pack_spans(apps, schema_editor):
-    """Spans kept as JSON before are kept compressed (webapp.otlp_wire.packed)."""
+    """Spans kept as JSON before are kept compressed (webapp.ingest.otlp.wire.packed)."""
     ReceivedSpan = apps.get_model("webapp", "ReceivedSpan")
     for pk, span in ReceivedSpan.objects.values_list("pk", "span").iterator():
         text = json.dumps(span, separators=(",", ":"), ensure_ascii=False)

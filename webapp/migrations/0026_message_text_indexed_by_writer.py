@@ -1,5 +1,5 @@
 """SQLite's full-text index of message text is filled by the code that writes messages
-(webapp.services.message_rows), not by a trigger that walked each new row's JSON again
+(webapp.store.actions.rows), not by a trigger that walked each new row's JSON again
 in SQL (half the time of writing a batch). Deletes and edits still go by trigger."""
 
 import importlib

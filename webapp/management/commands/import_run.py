@@ -10,9 +10,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contextsim.ingest.detect import IMPORTERS
-from webapp import heap, tasks
+from webapp import tasks
+from webapp.ingest.uploads import services as imports
 from webapp.models import ImportJob, Visibility
-from webapp.services import imports
+from webapp.runtime import heap
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from webapp.services.demo import load_demo
+from webapp.store.actions.demo import load_demo
 
 
 class Command(BaseCommand):

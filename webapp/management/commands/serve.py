@@ -22,8 +22,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from webapp.callers import LOOPBACK_NAMES, host_name
-from webapp.services.demo import load_demo
+from webapp.access.callers import LOOPBACK_NAMES, host_name
+from webapp.store.actions.demo import load_demo
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -47,7 +47,7 @@ class Command(BaseCommand):
         public = public_hosts(settings.ALLOWED_HOSTS)
         if not settings.LOCAL_USER and options["host"] in LOOPBACK and not public:
             # One person on their own machine: sign plainly local visitors in as the
-            # local user (webapp.middleware). Served on a network address, or with a
+            # local user (webapp.access.local_mode). Served on a network address, or with a
             # public host allowed, people sign in instead.
             settings.LOCAL_USER = "local"
         self.stdout.write(_mode_line(public))
@@ -83,7 +83,7 @@ class Command(BaseCommand):
 
 class Worker:
     """The Celery worker `serve` runs beside the web server, with celery beat inside it
-    (the job reaper, webapp.services.jobs). Started again if it dies (killed for its
+    (the job reaper, webapp.jobs.services). Started again if it dies (killed for its
     memory, say): the jobs it held are taken up again once their leases run out."""
 
     def __init__(self, say: Callable[[str], object]) -> None:

@@ -12,12 +12,12 @@ from django.db.models import Q
 
 from contextsim.analysis.sweep import SweepError, grid, parse_budgets, parse_settings
 from webapp import tasks
+from webapp.estimators.reads import estimators_for
 from webapp.management.owners import command_owner
 from webapp.models import Run
-from webapp.selectors import runs as run_selectors
-from webapp.selectors import sweeps as sweep_selectors
-from webapp.selectors.estimators import estimators_for
-from webapp.services import sweeps
+from webapp.runs import reads as run_selectors
+from webapp.sweeps import reads as sweep_selectors
+from webapp.sweeps import services as sweeps
 
 
 class Command(BaseCommand):

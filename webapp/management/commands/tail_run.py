@@ -14,7 +14,7 @@ from contextsim.ingest.base import FormatError
 from contextsim.ingest.detect import IMPORTERS
 from webapp.management.owners import command_owner
 from webapp.models import Run
-from webapp.services.streaming import sync_file
+from webapp.store.actions.appends import sync_file
 
 
 class Command(BaseCommand):

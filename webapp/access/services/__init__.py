@@ -1,0 +1,1 @@
+"""Writes of access: share links and API tokens."""

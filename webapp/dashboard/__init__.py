@@ -1,0 +1,2 @@
+"""A run's dashboard: controls, composition chart, summary, problems, trace table,
+step inspector, ledger."""

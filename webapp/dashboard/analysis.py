@@ -1,0 +1,314 @@
+"""An analysis of a stored run: the simulations a view state asks for, the problems
+found, the chart's figure and what the step inspector shows of one step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from contextsim.analysis.problems import Problem, detect
+from contextsim.counting.estimators import ESTIMATORS, STAND_INS, Estimator
+from contextsim.counting.skeleton import Skeleton
+from contextsim.engine.replay import measured_total
+from contextsim.engine.simulate import (
+    REPLAY,
+    Simulation,
+    compaction_steps,
+    reconciliation,
+    scored_on,
+    simulate,
+)
+from contextsim.ingest.captures import FORMAT as CAPTURED
+from contextsim.model import KINDS
+from contextsim.registry import POLICIES, PROVIDERS
+from contextsim.truth.compaction_points import CompactionPoint, compaction_points
+from contextsim.truth.costs import PRESETS, Prices
+from contextsim.truth.prices import model_facts
+from contextsim.truth.reconcile import Reconciliation
+from webapp.dashboard import trace
+from webapp.dashboard.charts.composition import composition_figure
+from webapp.dashboard.charts.timeline import by_time
+from webapp.dashboard.state import BadQuery, ViewState
+from webapp.models import Run
+from webapp.runs.reads import get_message
+from webapp.store.reads import skeleton_of
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    state: ViewState
+    main: Simulation
+    problems: list[Problem]
+    other: Simulation | None
+    reconciliation: Reconciliation | None = None
+    prices: Prices | None = None
+    measured_cost: float | None = None
+    baseline: Simulation | None = None
+    """What was sent (as_logged), when the state's policy is a what-if."""
+    compaction_points: int = 0
+    """Measured compaction requests among the points the fit was made on."""
+    stand_in: str = ""
+    """The estimator that counted instead of the state's, whose counts the run's import
+    is still making (estimators.STAND_INS); "" when the state's counted."""
+
+
+def run_prices(run: Run) -> Prices:
+    """The run's model's prices from genai-prices, else the preset of its provider."""
+    facts = model_facts(run.model)
+    if facts is not None:
+        return facts.prices
+    return PRESETS[PROVIDERS.get(run.format, "anthropic")]
+
+
+def analyse(
+    run: Run,
+    state: ViewState,
+    estimators: dict[str, Estimator] | None = None,
+    lender: Run | None = None,
+) -> Analysis:
+    """Simulate the state's policy (and the compared one) on the run, sizes reconciled
+    with its measured usage unless the state says not to, or with the fit of `lender`
+    (a run of the same model) when given (docs/truth.md)."""
+    stand_in = STAND_INS.get(state.estimator, "") if state.estimator in run.counting else ""
+    used = stand_in or state.estimator
+    counter = (estimators or ESTIMATORS)[used]
+    sk = skeleton_of(run, used, counter)
+    count = counter.count
+    prices = run_prices(run)
+    rec = None
+    points: tuple[CompactionPoint, ...] = ()
+    if state.reconcile and lender is not None:
+        rec = _borrowed(lender, state, counter, sk, prices)
+    elif state.reconcile:
+        points = _compaction_points(run, sk, used, counter)
+        exact = run.format == CAPTURED
+        reference = None if exact else _reference(run, counter, sk)
+        rec = reconciliation(
+            sk,
+            overhead=state.overhead,
+            scale=state.scale,
+            points=points,
+            exact=exact,
+            reference=None if reference is None else reference[0],
+        )
+        if rec is not None and rec.source == "reference" and reference is not None:
+            rec = replace(rec, source=f"scale of the captured run {reference[1][:80]!r}")
+    limits = {
+        "budget": state.budget,
+        "hard_limit": state.hard_limit,
+        "count": count,
+        "prices": prices,
+        "reconcile": rec,
+    }
+    try:
+        main = simulate(sk, POLICIES[state.policy], state.params, **limits)
+        other = (
+            simulate(sk, POLICIES[state.compare], state.compare_params, **limits)
+            if state.compare
+            else None
+        )
+        baseline = (
+            simulate(sk, POLICIES[REPLAY], **limits)
+            if REPLAY not in (state.policy, state.compare)
+            else None
+        )
+    except ValueError as exc:  # a policy that cannot work with these settings says why
+        raise BadQuery(f"{state.policy}: {exc}") from None
+    cost = measured_total(sk, prices)
+    problems = detect(main)
+    return Analysis(
+        state, main, problems, other, rec, prices, cost, baseline, len(points), stand_in
+    )
+
+
+def _compaction_points(
+    run: Run, sk: Skeleton, estimator: str, counter: Estimator
+) -> tuple[CompactionPoint, ...]:
+    """The fit points of the run's compaction requests (its owner's runs that wrote its
+    logged compactions' summaries), in the order they were imported."""
+    if not sk.compactions or not run.session_id or run.compaction_request:
+        return ()
+    requests = Run.objects.filter(
+        owner_id=run.owner_id, compaction_request=True, parent_session_id=run.session_id
+    ).order_by("id")
+    return compaction_points(sk, [skeleton_of(r, estimator, counter) for r in requests])
+
+
+def _reference(run: Run, counter: Estimator, sk: Skeleton) -> tuple[float, str] | None:
+    """The scale of the owner's newest captured run of the same model with measured
+    usage (its requests are exact: its scale is the provider tokenizer's ratio alone),
+    and its title; None when there is none."""
+    if not run.model or run.owner_id is None:
+        return None
+    captured = (
+        Run.objects.filter(
+            owner_id=run.owner_id, format=CAPTURED, model=run.model, requests_with_usage__gte=1
+        )
+        .order_by("-last_append", "-id")
+        .first()
+    )
+    if captured is None:
+        return None
+    theirs = reconciliation(skeleton_of(captured, sk.estimator, counter), exact=True)
+    return None if theirs is None else (theirs.scale, captured.title)
+
+
+def _borrowed(
+    lender: Run, state: ViewState, counter: Estimator, sk: Skeleton, prices: Prices
+) -> Reconciliation | None:
+    """The lender's fit (its overhead and scale under the same estimator), with the
+    state's own overhead or scale over it, scored on this run's measured requests."""
+    theirs = reconciliation(skeleton_of(lender, sk.estimator, counter))
+    if theirs is None:
+        raise BadQuery(f"borrow: {lender.title!r} has no measured usage to fit")
+    chosen = Reconciliation(
+        state.scale if state.scale is not None else theirs.scale,
+        state.overhead if state.overhead is not None else theirs.overhead,
+        source=f"borrowed from {lender.title[:80]}",
+    )
+    return scored_on(sk, chosen)
+
+
+def figure(result: Analysis, run: Run | None = None) -> dict[str, Any]:
+    """The composition chart; against time when the state asks for it (each step at the
+    time its response began, as logged)."""
+    drawn = composition_figure(result.main, result.problems, result.other)
+    if result.state.x_axis != "time" or run is None:
+        return drawn
+    responses = result.main.skeleton.responses
+    times = trace.message_times(run, [r for r in responses if r is not None])
+    stamps = [
+        times[r].isoformat().replace("+00:00", "Z") if r is not None and r in times else None
+        for r in responses
+    ]
+    return by_time(drawn, stamps)
+
+
+def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict[str, Any]:
+    """What the step inspector shows: a page of the request's items, the composition of
+    the request, what changed since the previous one, where the cached prefix ends, and
+    the neighbouring steps and problems."""
+    sim = result.main
+    record = sim.records[step]
+    items = trace.inspect_items(run, sim, step, 0, 10**9)
+    cached_until = _cached_until(items, sim.estimated_cached(step))
+    start = max(0, min(start, max(len(items) - INSPECT_PAGE, 0)))
+    page = trace.inspect_items(run, sim, step, start, INSPECT_PAGE)
+    later = [p.step for p in result.problems if p.step > step]
+    kept = dict(zip(KINDS, sim.kept_by_kind(step), strict=True))
+    changes: dict[str, int] = {}
+    for item in items:
+        if item.change:
+            key = "new messages" if item.change == "new" else f"newly {_WORDS[item.disposition]}"
+            changes[key] = changes.get(key, 0) + 1
+    response = sim.skeleton.responses[step]
+    answer = trace.message_text(get_message(run, response).parts) if response is not None else None
+    return {
+        "step": step,
+        "record": record,
+        "response_index": response,
+        "response_text": answer[:PREVIEW] if answer is not None else None,
+        "response_cut": answer is not None and len(answer) > PREVIEW,
+        "items": page,
+        "rows": item_rows(page, start, cached_until),
+        "item_start": start,
+        "item_end": start + len(page),
+        "item_count": len(items),
+        "page_size": INSPECT_PAGE,
+        "cached_until": cached_until,
+        "composition": sim.composition(step),
+        "kept": kept,
+        "changes": changes,
+        "step_problems": [p for p in result.problems if p.step == step],
+        "compaction_event": _compaction_event(sim, step),
+        "usage": sim.skeleton.usage[step],
+        "previous_step": step - 1 if step > 0 else None,
+        "next_step": step + 1 if step + 1 < len(sim.records) else None,
+        "next_problem": later[0] if later else None,
+        "permalink": result.state.query(),
+    }
+
+
+PREVIEW = 4_000
+"""Characters of the response shown before "show all"."""
+
+
+GROUP_FROM = 3
+"""Consecutive messages left out of a request, this many or more, are shown as one
+collapsed group, not one card each."""
+
+
+@dataclass(frozen=True, slots=True)
+class ItemRow:
+    """One card of the inspector's list: a single item, or a run of items left out the
+    same way (`items` holds them all). `position` is the first item's position in the
+    request; `cache_line` whether the cached prefix ends just before it."""
+
+    items: list[trace.InspectItem]
+    position: int
+    cache_line: bool
+
+    @property
+    def group(self) -> bool:
+        return len(self.items) > 1
+
+    @property
+    def first(self) -> trace.InspectItem:
+        return self.items[0]
+
+    @property
+    def last(self) -> trace.InspectItem:
+        return self.items[-1]
+
+    @property
+    def tokens(self) -> int:
+        return sum(i.original or i.tokens for i in self.items)
+
+
+def item_rows(page: list[trace.InspectItem], start: int, cached_until: int) -> list[ItemRow]:
+    """The page's items as cards: GROUP_FROM or more consecutive items left out the same
+    way (truncated or summarized) become one group; the cache line is never inside one
+    (left-out items are not sent, so the cached prefix cannot end among them)."""
+    rows: list[ItemRow] = []
+    i = 0
+    while i < len(page):
+        j = i + 1
+        if page[i].disposition in "ts":
+            while j < len(page) and page[j].disposition == page[i].disposition:
+                j += 1
+        if j - i < GROUP_FROM:
+            j = i + 1
+        position = start + i
+        rows.append(ItemRow(page[i:j], position, position == cached_until))
+        i = j
+    return rows
+
+
+def _compaction_event(sim: Simulation, step: int) -> str:
+    """What the log says happened just before this request, if it compacted there."""
+    if step not in compaction_steps(sim.skeleton):
+        return ""
+    before = sim.records[step - 1].measured if step else None
+    after = sim.records[step].measured
+    text = "the agent compacted its conversation before this request"
+    if before is not None and after is not None:
+        text += f": {before:,} tokens measured before, {after:,} after"
+    if sim.policy != REPLAY:
+        text += f" ({sim.policy} simulates the full history instead)"
+    return text
+
+
+_WORDS = {"k": "kept", "c": "cleared", "t": "truncated", "s": "summarized", "o": "offloaded"}
+INSPECT_PAGE = 200
+
+
+def _cached_until(items: list[trace.InspectItem], cached: int) -> int:
+    """Position of the first item not read from the prompt cache."""
+    total = 0
+    for position, item in enumerate(items):
+        if item.disposition in "ts":
+            continue
+        if total + item.tokens > cached:
+            return position
+        total += item.tokens
+    return len(items)

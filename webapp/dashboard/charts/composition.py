@@ -1,0 +1,263 @@
+"""The composition chart of a run: what each request sends, by kind and by disposition,
+against the budget and the hard limit, with problems marked (a plain JSON-ready dict,
+drawn in the browser by plotly.js); and the pieces the other charts share.
+
+Large runs are bucketed: with more steps than MAX_POINTS, each point is the largest
+request of its bucket (peaks are never hidden) and carries its real step number, so a
+click still opens that step.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from contextsim.analysis.problems import Problem
+from contextsim.engine.columns import columns
+from contextsim.engine.simulate import Simulation, compaction_steps
+from contextsim.model import KINDS
+from webapp.dashboard.charts.axes import axis, legend_below
+
+MAX_POINTS = 600
+MAX_MARKED = 200
+"""Problem steps marked exactly (the most severe); the others are counted per bucket."""
+DETAIL_CHARS = 200
+"""Characters of a problem's detail in its marker's hover text (the table has it all)."""
+
+# Okabe-Ito, a palette that stays distinct for the common forms of colour blindness.
+KIND_COLOURS = {
+    "tools": "#555555",
+    "system": "#000000",
+    "user": "#56B4E9",
+    "assistant": "#009E73",
+    "tool_call": "#0072B2",
+    "tool_result": "#999999",
+    "thinking": "#8FD3B8",
+}
+DISPOSITION_COLOURS = {
+    "cleared": "#E69F00",
+    "summary": "#CC79A7",
+    "offloaded": "#F0E442",
+    "notes": "#D55E00",
+}
+SHOWN_KINDS = ("tools", "system", "user", "assistant", "thinking", "tool_call", "tool_result")
+UNLOGGED_COLOUR = "#D9D9D9"
+
+
+def plain(text: str) -> str:
+    """Text from a log, for a figure: plotly.js applies some HTML tags in names, labels
+    and hover texts (links, styles), so they are escaped to be shown, not applied."""
+    return html.escape(text, quote=False)
+
+
+def sampled_steps(sim: Simulation, problems: list[Problem]) -> list[int]:
+    """Every step, or the largest request of each bucket plus every problem step."""
+    n = len(sim.records)
+    if n <= MAX_POINTS:
+        return list(range(n))
+    size = -(-n // MAX_POINTS)
+    chosen = set(columns(sim).bucket_peaks(size))
+    # The steps marked exactly are drawn exactly (the markers sit on them).
+    chosen |= set(list(_marked(problems))[:MAX_MARKED])
+    return sorted(chosen)
+
+
+def _marked(problems: list[Problem]) -> dict[int, Problem]:
+    """Each problem step's most severe problem (info left out), most severe first."""
+    first: dict[int, Problem] = {}
+    for p in sorted((p for p in problems if p.severity != "info"), key=lambda p: p.severity):
+        first.setdefault(p.step, p)
+    return first
+
+
+def composition_figure(
+    sim: Simulation, problems: list[Problem], other: Simulation | None = None
+) -> dict[str, Any]:
+    """Per step: stacked sent tokens (kept by kind, then cleared notes, summaries,
+    offload stubs, inserted notes); lines for the full history, measured usage and a
+    compared policy; the budget and hard limit; markers on problem steps."""
+    steps = sampled_steps(sim, problems)
+    records = [sim.records[k] for k in steps]
+    kept = [sim.kept_by_kind(k) for k in steps]
+    parts = [sim.composition(k) for k in steps]
+    rec = sim.reconciliation
+    # Reconciled, every layer is in the provider's tokens (x scale) and what the log does
+    # not hold is a layer of its own, so the stack adds up to what is sent.
+    scale = rec.scale if rec is not None else 1.0
+    traces: list[dict[str, Any]] = []
+    if rec is not None:
+        ys = [max(r.sent - round(scale * r.estimated), 0) for r in records]
+        if any(ys):
+            traces.append(_area("unlogged (fitted overhead)", steps, ys, UNLOGGED_COLOUR))
+    for kind in SHOWN_KINDS:
+        i = KINDS.index(kind)
+        ys = [round(scale * row[i]) for row in kept]
+        if any(ys):
+            traces.append(_area(f"kept: {kind.replace('_', ' ')}", steps, ys, KIND_COLOURS[kind]))
+    for key, colour in DISPOSITION_COLOURS.items():
+        ys = [round(scale * p[key]) for p in parts]
+        if any(ys):
+            label = {"cleared": "cleared (notes)", "offloaded": "offloaded (stubs)"}.get(key, key)
+            traces.append(_area(label, steps, ys, colour))
+    full = [rec.tokens(r.full) if rec is not None else r.full for r in records]
+    traces.append(line("full history (none)", steps, full, "#444", "dot"))
+    if any(r.measured is not None for r in records):
+        traces.append(line("measured", steps, [r.measured for r in records], "#7B3294", "solid"))
+    if other is not None:
+        ys = [other.records[k].sent for k in steps]
+        traces.append(line(f"sent by {other.policy}", steps, ys, "#E7298A", "dash"))
+    traces.append(_markers(sim, problems))
+    compacted = _compactions(sim)
+    if compacted is not None:
+        traces.append(compacted)
+    top = max((y or 0 for t in traces for y in t["y"]), default=0)
+    layout = _layout(sim, top)
+    if len(steps) == 1:
+        # One request draws no line and no area: show its values as points, centred.
+        for trace in traces:
+            trace["mode"] = "markers"
+            colour = (
+                trace.get("fillcolor") or trace["line"].get("color") if "line" in trace else None
+            )
+            trace.setdefault("marker", {"size": 10, "color": colour})
+        layout["xaxis"]["range"] = [-0.5, 0.5]
+    if len(sim.records) <= 10:
+        layout["xaxis"]["dtick"] = 1  # whole steps, not 0.2, 0.4, ...
+    return {"data": traces, "layout": layout}
+
+
+def _area(name: str, x: list[int], y: list[int], colour: str) -> dict[str, Any]:
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "name": name,
+        "x": x,
+        "y": y,
+        "stackgroup": "sent",
+        "line": {"width": 0, "color": colour},
+        "fillcolor": colour,
+        "hovertemplate": "step %{x}: %{y:,} tokens<extra>" + name + "</extra>",
+    }
+
+
+def line(name: str, x: list[int], y: list[int | None], colour: str, dash: str) -> dict[str, Any]:
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "name": name,
+        "x": x,
+        "y": y,
+        "line": {"color": colour, "width": 1.5, "dash": dash},
+        "hovertemplate": "step %{x}: %{y:,} tokens<extra>" + name + "</extra>",
+    }
+
+
+def _markers(sim: Simulation, problems: list[Problem]) -> dict[str, Any]:
+    """A marker on each problem step, the MAX_MARKED most severe exactly; past those,
+    one marker per bucket of steps saying how many more it holds (all are in the
+    problems list), so the figure stays bounded however many problems a run has."""
+    first = _marked(problems)
+    # A short run's chart has every step: each problem step is marked as it is.
+    cut = MAX_MARKED if len(sim.records) > MAX_POINTS else len(first)
+    exact = list(first)[:cut]
+    texts = {k: plain(f"{first[k].kind}: {first[k].detail[:DETAIL_CHARS]}") for k in exact}
+    size = -(-len(sim.records) // MAX_POINTS)
+    rest: dict[int, list[int]] = {}
+    for k in list(first)[cut:]:
+        rest.setdefault(k // size, []).append(k)
+    peaks = columns(sim).bucket_peaks(size) if rest else []
+    for bucket, ks in rest.items():
+        k = peaks[bucket]  # the step the chart draws for the bucket
+        said = (
+            f"{len(ks)} more problem step{'s' if len(ks) > 1 else ''} in steps {min(ks)}-{max(ks)}"
+        )
+        texts[k] = f"{texts[k]}<br>{said}" if k in texts else said
+    xs = sorted(texts)
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": "problems",
+        "x": xs,
+        "y": [sim.records[k].sent for k in xs],
+        "text": [texts[k] for k in xs],
+        "marker": {"symbol": "x", "size": 9, "color": "#D55E00"},
+        "hovertemplate": "step %{x}<br>%{text}<extra></extra>",
+    }
+
+
+def _compactions(sim: Simulation) -> dict[str, Any] | None:
+    """A marker on the first request after each compaction the log records, with the
+    measured context before and after it."""
+    steps = compaction_steps(sim.skeleton)
+    if not steps:
+        return None
+    records = sim.records
+    texts = []
+    for k in steps:
+        before, after = records[k - 1].measured if k else None, records[k].measured
+        if before is not None and after is not None:
+            texts.append(f"logged compaction: {before:,} → {after:,} tokens measured")
+        else:
+            texts.append("logged compaction")
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": "logged compaction",
+        "x": steps,
+        "y": [records[k].measured or records[k].sent for k in steps],
+        "text": texts,
+        "marker": {"symbol": "diamond", "size": 12, "color": "#CC79A7", "line": {"width": 1}},
+        "hovertemplate": "step %{x}<br>%{text}<extra></extra>",
+    }
+
+
+def _layout(sim: Simulation, top: int) -> dict[str, Any]:
+    """Axes, and the budget and hard limit as lines. A limit far above every request
+    would squash the run into the floor: the axis then fits the data and says where the
+    limits are instead."""
+    if top and sim.budget > 3 * top:
+        return {
+            "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+            "hovermode": "closest",
+            "legend": legend_below(),
+            "xaxis": axis("request (step)", rangemode="tozero"),
+            "yaxis": axis("tokens", range=[0, top * 1.15], tickformat=",d"),
+            "annotations": [
+                {
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": 1,
+                    "y": 1,
+                    "showarrow": False,
+                    "xanchor": "right",
+                    "yanchor": "bottom",
+                    "text": f"budget {sim.budget:,} and hard limit {sim.hard_limit:,}: far above",
+                }
+            ],
+        }
+    return {
+        "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+        "hovermode": "closest",
+        "legend": legend_below(),
+        "xaxis": axis("request (step)", rangemode="tozero"),
+        "yaxis": axis("tokens", rangemode="tozero", tickformat=",d"),
+        **limit_lines(sim.budget, sim.hard_limit),
+    }
+
+
+def limit_lines(budget: int, hard_limit: int) -> dict[str, list[dict[str, Any]]]:
+    """Layout shapes and labels for the budget and the hard limit (tokens)."""
+    hline = {"type": "line", "xref": "paper", "x0": 0, "x1": 1}
+    label = {"xref": "paper", "x": 1, "showarrow": False, "xanchor": "right", "yanchor": "bottom"}
+    return {
+        "shapes": [
+            {**hline, "y0": budget, "y1": budget, "line": {"color": "#0072B2", "dash": "dash"}},
+            {**hline, "y0": hard_limit, "y1": hard_limit, "line": {"color": "#D55E00"}},
+        ],
+        "annotations": [
+            {**label, "y": budget, "text": f"budget {budget:,}"},
+            {**label, "y": hard_limit, "text": f"hard limit {hard_limit:,}"},
+        ]
+        if budget != hard_limit
+        else [{**label, "y": budget, "text": f"budget = hard limit {budget:,}"}],
+    }

@@ -1,0 +1,1 @@
+"""A collection as a fleet: every run of it simulated under one set of controls."""

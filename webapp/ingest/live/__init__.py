@@ -1,0 +1,1 @@
+"""The HTTP API: runs listed and read, and runs streamed in live (created and appended)."""

@@ -1,0 +1,1 @@
+"""The OTLP/HTTP trace and logs receiver."""

@@ -1,0 +1,1 @@
+"""Writes of the OTLP receiver: spans stored once, placed in live runs."""

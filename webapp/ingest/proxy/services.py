@@ -1,0 +1,246 @@
+"""Model calls seen by the capture proxy, recorded as requests of live runs.
+
+Each call is read with its API's own reader (the importers' dialects), placed in the
+conversation it continues (contextsim.ingest.captures: extend, redo, compaction or new), and
+written: its new messages appended to that conversation's run (a new run when none is
+continued), the call's parameters, status and timing as a CapturedCall.
+
+Calls are grouped into sessions: the `X-Contextsim-Session` header, else the client's
+own marker (contextsim.capture_session.session_marker); conversations of one session
+after its first are subagents in its collection. Without a session, a call is matched
+against its owner's most recent captured conversations.
+
+One writer per process (a lock): placing a call reads what the previous call wrote.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+
+from contextsim import model as core
+from contextsim.ingest.base import FormatError
+from contextsim.ingest.captures import FORMAT, Conversation, Placement, choose, conversation
+from contextsim.ingest.exchanges import Dialect, title_of
+from contextsim.systems.anthropic_api.format import AnthropicImporter
+from contextsim.systems.openai_api.format import OpenAIImporter
+from contextsim.systems.openai_api.responses import ResponsesDialect
+from webapp.models import CapturedCall, Run, RunSkeleton
+from webapp.store.actions.appends import append_messages, create_live_run
+from webapp.store.actions.sessions import join_sessions
+from webapp.store.reads import stored_run
+
+DIALECTS: dict[str, Dialect] = {
+    "anthropic/messages": AnthropicImporter(),
+    "openai/chat.completions": OpenAIImporter(),
+    "openai/responses": ResponsesDialect(),
+}
+CANDIDATES = 20
+"""How many of a session's most recent conversations a call is matched against."""
+WHERE = "captured call"
+NOT_A_REQUEST = frozenset({401, 403, 404, 405})
+"""Upstream answers to a call that never reached a model: kept as a call, not a request."""
+_writer = threading.Lock()
+_conversations: OrderedDict[int, tuple[int, Conversation]] = OrderedDict()
+"""run id -> (its revision, its Conversation), the KEPT most recently placed: placing a
+call needs no read of the run while this process wrote its last change. Bounded: a
+Conversation holds its messages' keys, text included."""
+KEPT = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """One model call as the proxy saw it. Times are seconds since the epoch; `answer`
+    is the response body (a streamed one put back together), None when there was none."""
+
+    provider: str
+    endpoint: str
+    body: dict[str, Any]
+    answer: dict[str, Any] | None
+    status: int
+    started: float
+    first_byte: float | None
+    done: float
+    session: str = ""
+    streamed: bool = False
+    error: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def record(owner: AbstractBaseUser, capture: Capture) -> CapturedCall:
+    """Write `capture` as a request of the owner's run for its conversation; a call
+    whose body cannot be read is kept (with why) without a run."""
+    call = CapturedCall(
+        owner=owner,
+        session=capture.session[:200],
+        provider=capture.provider,
+        endpoint=capture.endpoint,
+        model=str(capture.body.get("model") or "")[:120],
+        params=capture.params,
+        streamed=capture.streamed,
+        status=capture.status,
+        error=capture.error[:20_000],
+        response_id=str((capture.answer or {}).get("id") or "")[:200],
+        started=datetime.fromtimestamp(capture.started, UTC),
+        first_byte_ms=_ms(capture.first_byte, capture.started),
+        total_ms=_ms(capture.done, capture.started),
+    )
+    if capture.status in NOT_A_REQUEST:
+        call.save()
+        return call
+    try:
+        request, response = _read(capture)
+    except FormatError as exc:
+        call.error = (call.error + "\n" if call.error else "") + f"not recorded: {exc}"
+        call.save()
+        return call
+    with _writer, transaction.atomic():
+        call.run, call.step = _place(owner, capture, request, response)
+        call.save()
+    return call
+
+
+def _ms(at: float | None, start: float) -> float | None:
+    return None if at is None else round((at - start) * 1000, 3)
+
+
+def _read(capture: Capture) -> tuple[tuple[core.Message, ...], core.Message | None]:
+    dialect = DIALECTS[f"{capture.provider}/{capture.endpoint}"]
+    sent, _ = dialect.request(WHERE, "$", capture.body)
+    request = tuple(replace(m, time=capture.started, source="") for m in sent)
+    response = None
+    if capture.answer is not None and 200 <= capture.status < 300:
+        reply, _ = dialect.response(WHERE, "$response", capture.answer)
+        if reply is not None:
+            response = replace(reply, time=capture.first_byte or capture.done, source="")
+    return request, response
+
+
+def _place(
+    owner: AbstractBaseUser,
+    capture: Capture,
+    request: tuple[core.Message, ...],
+    response: core.Message | None,
+) -> tuple[Run, int]:
+    runs = list(
+        Run.objects.filter(
+            owner=owner, format=FORMAT, stream_key__startswith=_key(capture.session)
+        ).order_by("-last_append", "-id")[:CANDIDATES]
+    )
+    known = [_conversation(run) for run in runs]
+    at, placed = choose(known, request)
+    reply = () if response is None else (response,)
+    if at < 0:
+        run = _new_run(owner, capture, request, reply, len(runs))
+        conv = conversation((*request, *reply))
+    else:
+        run, conv = _continue(runs[at], known[at], placed, request, reply)
+    _remember(run, conv)
+    return run, _step(run, bool(reply))
+
+
+def _key(session: str) -> str:
+    return f"capture:{session}:"
+
+
+def _conversation(run: Run) -> Conversation:
+    kept = _conversations.get(run.pk)
+    if kept is not None and kept[0] == run.revision:
+        _conversations.move_to_end(run.pk)
+        return kept[1]
+    boundary = max((c["before_message"] for c in run.compactions), default=0)
+    conv = conversation(stored_run(run).messages, boundary)
+    _remember(run, conv)
+    return conv
+
+
+def _remember(run: Run, conv: Conversation) -> None:
+    _conversations[run.pk] = (run.revision, conv)
+    _conversations.move_to_end(run.pk)
+    while len(_conversations) > KEPT:
+        _conversations.popitem(last=False)
+
+
+def _new_run(
+    owner: AbstractBaseUser,
+    capture: Capture,
+    request: tuple[core.Message, ...],
+    reply: tuple[core.Message, ...],
+    others: int,
+) -> Run:
+    """A run for a conversation seen for the first time; a session's later ones are
+    its subagents."""
+    session = capture.session
+    first = not Run.objects.filter(owner=owner, format=FORMAT, session_id=session).exists()
+    messages = (*request, *reply)
+    facts = core.Run(
+        title=title_of(messages),
+        messages=messages,
+        format=FORMAT,
+        model=str(capture.body.get("model") or ""),
+        session_id=session if first or not session else f"{session}/{others + 1}",
+        parent_session_id="" if first or not session else session,
+        subagent=bool(session) and not first,
+    )
+    count = Run.objects.filter(owner=owner, stream_key__startswith=_key(session)).count()
+    run = create_live_run(owner, facts, f"{_key(session)}{count + 1}")
+    if session:
+        join_sessions(owner, [run])
+    return run
+
+
+def _continue(
+    run: Run,
+    conv: Conversation,
+    placed: Placement,
+    request: tuple[core.Message, ...],
+    reply: tuple[core.Message, ...],
+) -> tuple[Run, Conversation]:
+    """Append the call to the conversation it continues; returns the run and the
+    conversation after."""
+    end = run.message_count
+    if placed.kind == "redo":
+        added: Sequence[core.Message] = reply
+        start, keys = end - 1, conv.keys[:-1]
+    else:
+        new = list(request[placed.skip :])
+        if placed.kind == "compaction" and new:
+            new[0] = replace(new[0], compact_summary=True)
+            _add_compaction(run, end, conv)
+        added, start, keys = (*new, *reply), end, conv.keys
+    if not added:
+        return run, conv
+    run = append_messages(run, added, start)
+    more = conversation(added)
+    boundary = end if placed.kind == "compaction" else conv.boundary
+    last = more.last_text if reply else ""
+    return run, Conversation((*keys, *more.keys), conv.head, boundary, last, bool(reply))
+
+
+def _add_compaction(run: Run, before: int, conv: Conversation) -> None:
+    """Record that the conversation compacted before message `before`: its last
+    measured context is the size it had."""
+    last = run.messages.filter(usage_input__isnull=False).order_by("-index").first()
+    pre = None
+    if last is not None:
+        pre = (last.usage_input or 0) + (last.usage_cache_read or 0) + (last.usage_cache_write or 0)
+    marks = [*run.compactions, {"before_message": before, "pre_tokens": pre, "trigger": "captured"}]
+    Run.objects.filter(pk=run.pk).update(
+        compactions=marks, revision=F("revision") + 1, rewritten=F("revision") + 1
+    )
+    RunSkeleton.objects.filter(run=run).delete()
+    run.refresh_from_db()
+
+
+def _step(run: Run, replied: bool) -> int:
+    """The request index of the call: the run's last request when it was answered,
+    else the pending one after it."""
+    return run.request_count - 1 if replied else run.request_count

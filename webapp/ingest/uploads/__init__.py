@@ -1,0 +1,1 @@
+"""Uploads: the form, the import jobs, their progress."""

@@ -1,0 +1,1 @@
+"""Background jobs that survive a lost worker: leases, retries and the reaper."""

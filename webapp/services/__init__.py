@@ -1,1 +1,0 @@
-"""Services write: every change to stored data goes through a function here."""

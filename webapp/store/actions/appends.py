@@ -1,0 +1,327 @@
+"""Live runs: create a run that will grow, append messages to it (or replace its tail,
+when the last response of a log was still being written), and keep a stored run in step
+with a log file that is still growing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Count, F, Max, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from contextsim import model as core
+from contextsim.counting.estimators import content_key
+from contextsim.ingest.base import ParsedFile
+from contextsim.ingest.detect import parse_path
+from webapp.models import AppendReceipt, EstimatorReport, Message, Run, RunSkeleton, Visibility
+from webapp.runtime import statements
+from webapp.store.actions.rows import (
+    LIVE_COUNTED,
+    MessageRow,
+    insert_messages,
+    message_row,
+    storable,
+)
+from webapp.store.actions.saving import NO_FIGURES, figures_after, save_run
+from webapp.store.actions.sessions import join_sessions
+
+
+def create_live_run(owner: AbstractBaseUser, run: core.Run, stream_key: str = "") -> Run:
+    """Save `run` (its header and any first messages) as a private run that will grow;
+    `stream_key` names the log file and run it follows, if any."""
+    with transaction.atomic():
+        stored = save_run(run, owner=owner, visibility=Visibility.PRIVATE)
+        Run.objects.filter(pk=stored.pk).update(
+            last_append=timezone.now(), stream_key=stream_key[:600]
+        )
+    stored.refresh_from_db()
+    return stored
+
+
+@transaction.atomic
+def create_live_runs(owner: AbstractBaseUser, runs: Sequence[core.Run]) -> list[Run]:
+    """Save several runs that will grow (all or nothing), a subagent in one collection
+    with its session's run."""
+    saved = [create_live_run(owner, run) for run in runs]
+    join_sessions(owner, saved)
+    for run in saved:
+        run.refresh_from_db(fields=["collection"])
+    return saved
+
+
+class StaleAppend(ValueError):
+    """A replacing append made against a run that has changed since the client looked."""
+
+    def __init__(self, revision: int, messages: int) -> None:
+        super().__init__(
+            f"the run changed since: it is at revision {revision} with {messages} messages; "
+            "read it again and resend"
+        )
+        self.revision, self.messages = revision, messages
+
+
+def append_once(
+    run: Run,
+    messages: Sequence[core.Message],
+    start: int | None,
+    key: str,
+    answer: Callable[[Run], dict[str, Any]],
+    if_revision: int | None = None,
+) -> dict[str, Any]:
+    """Append (see append_messages) unless an append with this Idempotency-Key was made
+    already: then its answer is returned and nothing changes. A replacing append (a
+    `start`) must say the revision it was made against (`if_revision`); a stale one
+    raises StaleAppend and changes nothing. Returns the answer, kept with the key."""
+    if key:
+        # A retry seen before is answered without counting anything (receipts are
+        # never changed once written).
+        seen = AppendReceipt.objects.filter(run=run, key=key).first()
+        if seen is not None:
+            answered: dict[str, Any] = seen.answer
+            return answered
+    rows = _rows(messages)  # counted before the write lock is taken
+    with transaction.atomic():
+        # Read and written by written-out statements (webapp.runtime.statements): building
+        # the ORM's SQL was most of an append's own time.
+        locked = statements.read(Run, LOCKED, {"id": run.pk, "ready": True}, lock=True)
+        if locked is None:
+            raise Run.DoesNotExist(f"run {run.pk} is gone")
+        if key:
+            found = AppendReceipt.objects.filter(run=locked, key=key).first()
+            if found is not None:
+                kept: dict[str, Any] = found.answer
+                return kept
+        if if_revision is not None and if_revision != locked.revision:
+            raise StaleAppend(locked.revision, locked.message_count)
+        _append_locked(locked, messages, start, rows)
+        body = answer(locked)
+        if key:
+            AppendReceipt.objects.create(run=locked, key=key, answer=body)
+        return body
+
+
+LOCKED = (
+    "id",
+    "public_id",
+    "title",
+    "format",
+    "model",
+    "created",
+    "message_count",
+    "revision",
+    "last_append",
+    *NO_FIGURES,
+)
+"""What an append reads of its run under the lock: what it changes, and what its
+answer says."""
+
+
+def _rows(messages: Sequence[core.Message]) -> list[MessageRow]:
+    """The rows of `messages`, counted as a live run's are (message_rows.LIVE_COUNTED)."""
+    return [message_row(m, LIVE_COUNTED) for m in messages]
+
+
+def append_messages(
+    run: Run,
+    messages: Sequence[core.Message],
+    start: int | None = None,
+    rows: list[MessageRow] | None = None,
+) -> Run:
+    """Store `messages` from position `start` on (default: after the last one),
+    replacing any stored message from there: all or nothing. Counts every new message
+    as a live run's are (message_rows.LIVE_COUNTED); skeletons are rebuilt when next
+    needed. Returns the run, updated.
+
+    Requests before `start` are unchanged, so permalinks to them stay valid."""
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        _append_locked(locked, messages, start, _rows(messages) if rows is None else rows)
+    run.refresh_from_db()
+    return run
+
+
+def _append_locked(
+    locked: Run, messages: Sequence[core.Message], start: int | None, rows: list[MessageRow]
+) -> None:
+    """append_messages' work, in the caller's transaction on the run it locked."""
+    end = locked.message_count
+    start = end if start is None else start
+    if not 0 <= start <= end:
+        raise ValueError(f"start: expected a position from 0 to {end}, got {start}")
+    dropped_calls = 0
+    if start < end:  # nothing to read or delete when only adding
+        removed = Message.objects.filter(run=locked, index__gte=start)
+        parts = removed.values_list("parts", flat=True)
+        dropped_calls = sum(_calls(p) for p in parts)
+        removed.delete()
+    insert_messages(locked.pk, start, rows)
+    statements.delete(RunSkeleton, "run", locked.pk)
+    statements.delete(EstimatorReport, "run", locked.pk)  # it read the old text
+    if start == end:
+        # Messages only added at the end: figures from the run's own, and a skeleton
+        # is extended, not built again.
+        changed = figures_after({k: getattr(locked, k) for k in NO_FIGURES}, messages)
+        for name, value in changed.items():
+            setattr(locked, name, value)
+        # The run is locked: its revision is the one read.
+        locked.message_count, locked.revision = end + len(messages), locked.revision + 1
+        locked.last_append = timezone.now()
+        statements.update_rows([locked], ["message_count", "revision", "last_append", *changed])
+        return
+    Run.objects.filter(pk=locked.pk).update(
+        **_figures(locked),
+        tool_call_count=F("tool_call_count")
+        - dropped_calls
+        + sum(len(m.tool_calls) for m in messages),
+        rewritten=F("revision") + 1,
+        message_count=start + len(messages),
+        revision=F("revision") + 1,
+        last_append=timezone.now(),
+    )
+    locked.refresh_from_db(fields=[f for f in LOCKED if f != "id"])
+
+
+def _calls(parts: list[dict[str, object]]) -> int:
+    return sum(1 for p in parts if p.get("type") == "tool_call")
+
+
+def _figures(run: Run) -> dict[str, object]:
+    rows = Message.objects.filter(run=run)
+    context = F("usage_input") + Coalesce("usage_cache_read", 0) + Coalesce("usage_cache_write", 0)
+    found = rows.aggregate(
+        requests=Count("pk", filter=Q(role="assistant")),
+        measured=Count("pk", filter=Q(usage_input__isnull=False)),
+        peak=Max(context),
+    )
+    return {
+        "request_count": found["requests"],
+        "requests_with_usage": found["measured"],
+        "peak_measured_context": found["peak"],
+    }
+
+
+def sync_file(
+    owner: AbstractBaseUser, path: Path, known: dict[str, Run], format: str | None = None
+) -> list[tuple[Run, int]]:
+    """Bring the stored runs of a growing log file in step with it: a run seen for the
+    first time is created; a known one gets its new messages, the tail that changed (a
+    response still being written) replaced, and its title, model and compactions as the
+    file now says. A run is known by the file's path and its session id (or position in
+    the file), never by its title: two files may well start alike. `known` caches that
+    key's stored run and is updated. Returns (run, messages added or replaced) for every
+    run that changed."""
+    parsed: ParsedFile = parse_path(str(path), format)
+    changed = []
+    for position, run in enumerate(parsed.runs):
+        key = f"{path.resolve()}#{run.session_id or position}"
+        stored = known.get(key) or Run.objects.filter(owner=owner, stream_key=key).first()
+        stored, count = sync_run(owner, key, run, stored)
+        known[key] = stored
+        if count is not None:
+            changed.append((stored, count))
+    return changed
+
+
+def sync_run(
+    owner: AbstractBaseUser,
+    key: str,
+    run: core.Run,
+    stored: Run | None,
+    synced: Sequence[core.Message] | None = None,
+) -> tuple[Run, int | None]:
+    """Bring `stored`, the live run that follows `key`, in step with `run` as its source
+    now says: created (private, owned by `owner`, joined to its session) when None;
+    else its title, model and compactions updated and its messages replaced from the
+    first that differs. `synced`, when the caller knows it, is what `stored` holds (the
+    messages of the run it was last brought in step with, unchanged since): then the
+    stored messages are not read. Returns the stored run and how many messages were
+    added or replaced (None when nothing changed)."""
+    if stored is None:
+        stored = create_live_run(owner, run, key)
+        join_sessions(owner, [stored])
+        return stored, len(run.messages)
+    _update_header(stored, run)
+    start = _first_difference(stored, run) if synced is None else first_change(synced, run.messages)
+    if start < len(run.messages) or start < stored.message_count:
+        tail = run.messages[start:]
+        append_messages(stored, tail, start, _rows(tail))
+        return stored, len(run.messages) - start
+    return stored, None
+
+
+def header_of(stored: Run, run: core.Run) -> dict[str, Any]:
+    """The title, model and compactions `stored` should have once in step with `run`
+    (a run whose source names no title or model keeps its own)."""
+    return {
+        "title": storable(run.title[:300]) or stored.title,
+        "model": storable(run.model[:120]) or stored.model,
+        "compactions": [
+            {
+                "before_message": c.before_message,
+                "pre_tokens": c.pre_tokens,
+                "trigger": storable(c.trigger),
+            }
+            for c in run.compactions
+        ],
+    }
+
+
+def _update_header(stored: Run, run: core.Run) -> None:
+    header = header_of(stored, run)
+    if all(getattr(stored, k) == v for k, v in header.items()):
+        return
+    with transaction.atomic():
+        rows = Run.objects.filter(pk=stored.pk)
+        rows.update(**header)
+        if stored.compactions != header["compactions"]:
+            # Compactions are part of the skeleton: a new revision, built afresh.
+            RunSkeleton.objects.filter(run=stored).delete()
+            rows.update(revision=F("revision") + 1, rewritten=F("revision") + 1)
+    stored.refresh_from_db(fields=["title", "model", "compactions", "revision"])
+
+
+def _first_difference(stored: Run, run: core.Run) -> int:
+    """The first position where the stored messages and `run`'s differ: in role and
+    parts, measured usage or time (a call's usage can arrive after its message, as when
+    a later span that repeats the message is received first)."""
+    stored_keys = (
+        Message.objects.filter(run=stored)
+        .order_by("index")
+        .values_list("content_hash", *USAGE_FIELDS, "timestamp")
+    )
+    count = 0
+    for i, (old, new) in enumerate(zip(stored_keys, run.messages, strict=False)):
+        if old != _key(new):
+            return i
+        count = i + 1
+    return count
+
+
+def first_change(old: Sequence[core.Message], new: Sequence[core.Message]) -> int:
+    """The first position where `old` and `new` differ as _first_difference compares
+    them (the same message object is the same without looking)."""
+    for i, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a is not b and _key(a) != _key(b):
+            return i
+    return min(len(old), len(new))
+
+
+USAGE_FIELDS = ("usage_input", "usage_cache_read", "usage_cache_write", "usage_output")
+
+
+def _key(message: core.Message) -> tuple[object, ...]:
+    """What _first_difference compares of a message, as its row stores it."""
+    usage = message.usage
+    counts = (
+        (usage.input_tokens, usage.cache_read, usage.cache_write, usage.output_tokens)
+        if usage
+        else (None,) * 4
+    )
+    time = None if message.time is None else datetime.fromtimestamp(message.time, tz=UTC)
+    return (content_key(message), *counts, time)

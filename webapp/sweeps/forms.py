@@ -1,0 +1,79 @@
+"""The form that starts a sweep. Its policies come from the registry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from contextsim.analysis.sweep import SweepError, grid, parse_budgets, parse_settings
+from contextsim.counting.estimators import DEFAULT
+from contextsim.engine.simulate import MAX_TOKENS
+from contextsim.registry import POLICIES
+
+
+class SweepForm(forms.Form):
+    """A sweep: runs x policies x budgets, with one estimator and hard limit. Choices
+    come from the policy registry and the estimators the person may use."""
+
+    runs = forms.MultipleChoiceField(
+        widget=forms.CheckboxSelectMultiple,
+        label="Runs",
+        error_messages={"required": "runs: choose at least one run"},
+    )
+    policies = forms.MultipleChoiceField(
+        choices=[(name, name) for name in POLICIES],
+        widget=forms.CheckboxSelectMultiple,
+        initial=["turns", "mythex"],
+        label="Policies",
+        error_messages={"required": "policies: choose at least one policy"},
+    )
+    budgets = forms.CharField(
+        initial="100000 200000 400000 800000",
+        label="Budgets",
+        help_text="tokens per request, separated by spaces or commas",
+    )
+    hard_limit = forms.IntegerField(
+        min_value=1, max_value=MAX_TOKENS, initial=1_000_000, label="Hard limit"
+    )
+    estimator = forms.ChoiceField(label="Estimator", initial=DEFAULT)
+    params = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "mythex.keep_results=6"}),
+        label="Policy parameters",
+        help_text="one policy.parameter=value per line; the others keep their defaults",
+    )
+    title = forms.CharField(required=False, max_length=300, label="Title")
+
+    def __init__(
+        self, *args: Any, runs: list[tuple[str, str]], estimators: list[str], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["runs"].choices = runs  # type: ignore[attr-defined]
+        self.fields["estimator"].choices = [(e, e) for e in estimators]  # type: ignore[attr-defined]
+
+    def clean_budgets(self) -> tuple[int, ...]:
+        try:
+            return parse_budgets(self.cleaned_data["budgets"])
+        except SweepError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_params(self) -> dict[str, dict[str, str]]:
+        try:
+            return parse_settings(self.cleaned_data["params"].splitlines())
+        except SweepError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if {"policies", "budgets", "params"} <= data.keys():
+            unused = sorted(set(data["params"]) - set(data["policies"]))
+            if unused:
+                self.add_error("params", f"{', '.join(unused)} is not among the policies")
+                return data
+            try:
+                data["configs"] = grid(data["policies"], data["budgets"], data["params"])
+            except SweepError as exc:
+                field = str(exc).partition(":")[0]
+                self.add_error(field if field in self.fields else "params", str(exc))
+        return data
