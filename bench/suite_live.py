@@ -47,6 +47,7 @@ def _grow(size: int):  # type: ignore[no-untyped-def]
     from contextsim import model as core
     from webapp.models import Visibility
     from webapp.store.actions import appends as streaming
+
     owner, _ = get_user_model().objects.get_or_create(username=f"bench-{size}")
     run = streaming.create_live_run(owner, core.Run(f"live {size}", ()))
     run.visibility = Visibility.PUBLIC
@@ -62,6 +63,7 @@ def _figures(size: int) -> dict[str, float]:
 
     from webapp.store import reads as derived
     from webapp.store.actions import appends as streaming
+
     run = _grow(size)
     client = Client(SERVER_NAME="localhost")
     url = f"/runs/{run.public_id}/"
@@ -121,6 +123,7 @@ def run() -> list[Figure]:
     try:
         start_django(data_dir)
         from webapp.runtime import heap
+
         heap.settle()  # as the server's entry points do once started
         found = {size: _figures(size) for size in SIZES}
     finally:

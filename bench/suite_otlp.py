@@ -117,8 +117,8 @@ def _receive(name: str, bodies: list[bytes], spans: int, conversations: int, cal
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from webapp.models import ReceivedSpan, Run
     from webapp.access.services.tokens import create_token
+    from webapp.models import ReceivedSpan, Run
 
     owner, _ = get_user_model().objects.get_or_create(username=f"bench-otlp {name}")
     key = create_token(owner, "bench")[1]
@@ -192,6 +192,7 @@ def run() -> list[Figure]:
     try:
         start_django(data_dir)
         from webapp.runtime import heap
+
         heap.settle()  # as the server's entry points do once started
         for name, (conversations, calls) in WORKLOADS.items():
             count = conversations * calls

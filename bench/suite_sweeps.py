@@ -63,6 +63,7 @@ def _cell_figures(long_id: str) -> list[Figure]:
     from contextsim.analysis.sweep import grid
     from webapp.models import Run
     from webapp.sweeps import services as sweeps
+
     owner, _ = get_user_model().objects.get_or_create(username="bench")
     run = Run.objects.get(public_id=long_id)
     configs = grid(POLICIES, BUDGETS)
