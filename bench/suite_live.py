@@ -61,8 +61,8 @@ def _grow(size: int):  # type: ignore[no-untyped-def]
 def _figures(size: int) -> dict[str, float]:
     from django.test import Client
 
-    from webapp.store import reads as derived
     from webapp.store.actions import appends as streaming
+    from webapp.store.cache import CACHE
 
     run = _grow(size)
     client = Client(SERVER_NAME="localhost")
@@ -83,7 +83,7 @@ def _figures(size: int) -> dict[str, float]:
     gc.callbacks.remove(collector)
     weight = len(response.content)
     run = streaming.append_messages(run, [_message(size + APPENDS)])
-    derived._BUILDERS.clear()  # as a process that did not follow the run
+    CACHE.clear()  # as a process that did not follow the run
     started = time.perf_counter()
     assert client.get(url, query).status_code == 200
     fresh = time.perf_counter() - started

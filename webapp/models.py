@@ -255,8 +255,10 @@ class Message(models.Model):
 
 
 class RunSkeleton(models.Model):
-    """A run's skeleton under one estimator (counts and structure, no text), built once
-    at import so every simulation starts without reading or tokenizing text."""
+    """A run's skeleton under one estimator (counts and structure, no text) at one of
+    its revisions, stored by the import or a job (webapp.store.actions) so that every
+    simulation starts without reading or tokenizing text; a skeleton of another
+    revision than the run's is not read."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="skeletons")
     estimator = models.CharField(max_length=40)
@@ -272,12 +274,16 @@ class RunSkeleton(models.Model):
 
 class EstimatorReport(models.Model):
     """A run's estimator comparison by script against one reference tokenizer: it reads
-    and tokenizes the run's whole text, so it is computed once and kept."""
+    and tokenizes the run's whole text, so it is computed once per revision and kept
+    (by a job: webapp.store.actions.derivation.store_report)."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="estimator_reports")
     reference = models.CharField(max_length=20)
     data = models.JSONField()
     created = models.DateTimeField(auto_now_add=True)
+    revision = models.PositiveIntegerField(default=0)
+    """The run's revision the report was computed from (a report of another is not
+    read)."""
 
     class Meta:
         constraints = [

@@ -297,6 +297,9 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": JOB_LEASE_SECONDS}
 CELERY_BEAT_SCHEDULE = {
     "reap-jobs": {"task": "webapp.tasks.reap_jobs", "schedule": JOB_LEASE_SECONDS / 2},
+    # What a view had to make in memory (an idle live run's skeletons, an older
+    # layout's) is stored by this job, never by the view (reads never write).
+    "derive-pending": {"task": "webapp.tasks.derive_pending", "schedule": 30},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)

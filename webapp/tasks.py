@@ -12,8 +12,9 @@ from django.db import transaction
 
 from webapp.ingest.uploads import services as imports
 from webapp.jobs import services as jobs
-from webapp.models import Sweep, SweepCell
+from webapp.models import Run, Sweep, SweepCell
 from webapp.runtime import heap
+from webapp.store.actions import derivation
 from webapp.sweeps import services as sweeps
 
 logger = logging.getLogger(__name__)
@@ -43,6 +44,21 @@ def queue_sweep(sweep: Sweep) -> None:
     for cell_id, run_id in rows.values_list("pk", "run_id"):
         batches.setdefault(run_id, []).append(cell_id)
     transaction.on_commit(lambda: [run_sweep_cells.delay(ids) for ids in batches.values()])
+
+
+@shared_task
+def store_report(run_id: int, reference: str) -> None:
+    """Store a run's estimator report a view computed (webapp.store.reads)."""
+    run = Run.objects.filter(pk=run_id).first()
+    if run is not None:
+        derivation.store_report(run, reference)
+
+
+@shared_task
+def derive_pending() -> None:
+    """Store the skeletons and counts of the runs that lack them for their revision
+    (idle live runs, older layouts); run every DERIVE_EVERY seconds by celery beat."""
+    derivation.derive_pending()
 
 
 @shared_task

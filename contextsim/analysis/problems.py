@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter
 
+from contextsim.counting.memory import earlier, per_skeleton, remember
 from contextsim.counting.skeleton import Skeleton
 from contextsim.engine.accounting import Accountant
 from contextsim.engine.columns import columns, shared
-from contextsim.engine.memory import earlier, per_skeleton, remember
 from contextsim.engine.simulate import REPLAY, Simulation, compaction_steps
 
 KINDS = (

@@ -18,11 +18,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from contextsim.counting.approx_form import LangChainForms, client_calls
-from contextsim.counting.estimators import MESSAGE_OVERHEAD, Estimator, count_message
+from contextsim.counting.estimators import MESSAGE_OVERHEAD, CountMemo, Estimator, count_message
+from contextsim.counting.memory import grown
 from contextsim.counting.offload_stubs import render_tool_stub
 from contextsim.counting.redaction import counted_text
 from contextsim.counting.skeleton import KIND_INDEX, PREVIEW_LINES, STUB_MIN_CHARS, Skeleton
-from contextsim.engine.memory import grown
 from contextsim.model import Message, Run, ThinkingPart, Usage
 
 # A final answer that gives lack of room as its reason to stop (English, Russian,
@@ -43,17 +43,20 @@ _SPACE_WORDS = re.compile(
 )
 
 
-def build(run: Run, estimator: Estimator) -> Skeleton:
+def build(run: Run, estimator: Estimator, memo: CountMemo | None = None) -> Skeleton:
     """The skeleton of `run` under `estimator` (tokenizes each distinct message once,
-    and the stub of each tool result over STUB_MIN_CHARS characters)."""
-    builder = SkeletonBuilder([estimator])
+    unless `memo` has it, and the stub of each tool result over STUB_MIN_CHARS
+    characters)."""
+    builder = SkeletonBuilder([estimator], memo)
     builder.add(run.messages)
     return builder.finish(run)[estimator.name]
 
 
-def reference_tokens(run: Run, estimator: Estimator) -> tuple[int, ...]:
+def reference_tokens(
+    run: Run, estimator: Estimator, memo: CountMemo | None = None
+) -> tuple[int, ...]:
     """Per-message tokens by a reference estimator (for underestimate detection)."""
-    return tuple(count_message(m, estimator) for m in run.messages)
+    return tuple(count_message(m, estimator, memo=memo) for m in run.messages)
 
 
 def preview_text(text: str, lines: int = PREVIEW_LINES) -> str:
@@ -81,8 +84,11 @@ class SkeletonBuilder:
     changes nothing: a run that grows is fed its new messages and finished again, at
     the cost of those messages (plus copying the per-message lists)."""
 
-    def __init__(self, estimators: Sequence[Estimator]) -> None:
+    def __init__(self, estimators: Sequence[Estimator], memo: CountMemo | None = None) -> None:
         self.estimators = tuple(estimators)
+        self.memo = memo if memo is not None else CountMemo()
+        """Counts already made (a run's repeated messages are tokenized once; a caller
+        that counted the messages before passes its own)."""
         self._counted = {e.name: _Counted() for e in self.estimators}
         self._calls: dict[str, tuple[int, str, str]] = {}
         self._forms = LangChainForms()
@@ -161,7 +167,7 @@ class SkeletonBuilder:
         thoughts = [p.text for p in message.parts if isinstance(p, ThinkingPart)]
         for estimator in self.estimators:
             counted = self._counted[estimator.name]
-            tokens = count_message(message, estimator, key)
+            tokens = self.memo.count(message, estimator, key)
             counted.tokens.append(tokens)
             counted.thinking.append(
                 min(sum(estimator.count(t) for t in thoughts), max(tokens - MESSAGE_OVERHEAD, 0))

@@ -157,35 +157,50 @@ def count_parts(message: Message, estimator: Estimator) -> int:
     return total
 
 
-_MEMO: dict[str, dict[str, int]] = {}
-"""Content key -> {estimator name: tokens}: one entry per distinct message, whatever
-the number of estimators (a big import counts tens of thousands of messages six
-times; one small dict per message is a fifth of the memory of one entry per pair)."""
-_MEMO_LIMIT = 100_000
+class CountMemo:
+    """Message counts already made, by content key and estimator (tokens with the
+    per-message overhead), so that a message is tokenized once however often it is
+    counted. Its owner passes it where counting happens (a skeleton builder, a run
+    store that seeds it with the counts stored at import); nothing is kept elsewhere.
+    At `limit` distinct messages it starts afresh. Safe to share between threads: a
+    count made twice at once is the same count."""
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self._counts: dict[str, dict[str, int]] = {}
+        """Content key -> {estimator name: tokens}: one entry per distinct message,
+        whatever the number of estimators (one small dict per message is a fifth of
+        the memory of one entry per pair)."""
+        self.limit = limit
+
+    def _known(self, key: str) -> dict[str, int]:
+        counts = self._counts.get(key)
+        if counts is None:
+            if len(self._counts) >= self.limit:
+                self._counts.clear()
+            counts = self._counts.setdefault(key, {})
+        return counts
+
+    def count(self, message: Message, estimator: Estimator, key: str | None = None) -> int:
+        """Tokens of `message` by `estimator`, overhead included (`key`, when the caller
+        has it: content_key(message))."""
+        counts = self._known(key or content_key(message))
+        found = counts.get(estimator.name)
+        if found is None:
+            found = counts[estimator.name] = count_parts(message, estimator) + MESSAGE_OVERHEAD
+        return found
+
+    def seed(self, known: Iterable[tuple[str, str, int]]) -> None:
+        """Remember counts made before, as (estimator name, content key, tokens with
+        overhead), e.g. those stored at import."""
+        for name, key, tokens in known:
+            self._known(key)[name] = tokens
 
 
-def count_message(message: Message, estimator: Estimator, key: str | None = None) -> int:
-    """Tokens of `message` by `estimator`, overhead included; memoized by content hash
+def count_message(
+    message: Message, estimator: Estimator, key: str | None = None, memo: CountMemo | None = None
+) -> int:
+    """Tokens of `message` by `estimator`, overhead included; through `memo` when given
     (`key`, when the caller has it: content_key(message))."""
-    counts = _known(key or content_key(message))
-    found = counts.get(estimator.name)
-    if found is None:
-        found = counts[estimator.name] = count_parts(message, estimator) + MESSAGE_OVERHEAD
-    return found
-
-
-def _known(key: str) -> dict[str, int]:
-    counts = _MEMO.get(key)
-    if counts is None:
-        if len(_MEMO) >= _MEMO_LIMIT:
-            _MEMO.clear()
-        counts = _MEMO[key] = {}
-    return counts
-
-
-def seed_counts(known: Iterable[tuple[str, str, int]]) -> None:
-    """Remember message counts computed before, as (estimator name, content key, tokens
-    with overhead), e.g. those stored at import, so that building a skeleton again does
-    not tokenize those messages again."""
-    for name, key, tokens in known:
-        _known(key)[name] = tokens
+    if memo is not None:
+        return memo.count(message, estimator, key)
+    return count_parts(message, estimator) + MESSAGE_OVERHEAD

@@ -11,12 +11,13 @@ Units: tokens are integers under the skeleton's estimator; indexes are message i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import MISSING, dataclass, fields, replace
+from collections.abc import Hashable, Sequence
+from dataclasses import MISSING, dataclass, field, fields, replace
 from itertools import accumulate
+from typing import Any
 
 from contextsim.counting.approx_form import LangChainPiece, approx_count
-from contextsim.engine.memory import per_skeleton
+from contextsim.counting.memory import per_skeleton
 from contextsim.model import KINDS, Kind, Usage
 
 KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
@@ -94,6 +95,11 @@ class Skeleton:
     less MESSAGE_OVERHEAD; 0 for a message without thinking): what Anthropic's
     clear_thinking edit removes, and the `thinking` kind of the composition. () for a
     skeleton stored before LAYOUT 2 (read as no thinking)."""
+    memory: dict[Hashable, Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    """What work on this skeleton kept for later (contextsim.counting.memory): not part
+    of the skeleton's value, never stored, and a copy (`replace`) starts without it."""
 
     @property
     def size(self) -> int:
@@ -135,8 +141,9 @@ skeleton cannot do without or whose meaning changes (2: thinking_tokens, times; 
 ToolMessage piece says when its call did not parse), so stored skeletons of an older
 layout are built again from their run's messages (see `current`)."""
 
-FIELDS = tuple(f.name for f in fields(Skeleton))
-OPTIONAL = frozenset(f.name for f in fields(Skeleton) if f.default is not MISSING)
+FIELDS = tuple(f.name for f in fields(Skeleton) if f.init)
+"""The fields a stored skeleton holds (not its memory)."""
+OPTIONAL = frozenset(f.name for f in fields(Skeleton) if f.init and f.default is not MISSING)
 """Fields added after the first: data stored before one existed takes its default."""
 
 

@@ -73,7 +73,7 @@ class Accountant:
         tokens: tuple[int, ...] | None = None,
         grown_from: Accountant | None = None,
     ):
-        """`grown_from`: the accountant of a skeleton `sk` grew from (contextsim.engine.memory),
+        """`grown_from`: the accountant of a skeleton `sk` grew from (contextsim.counting.memory),
         whose sums are carried on over the new messages where nothing is cleared or
         offloaded (a live run's appends), instead of being made again."""
         tokens = tokens if tokens is not None else sk.tokens

@@ -19,10 +19,10 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
+from contextsim.counting.memory import per_skeleton
 from contextsim.counting.skeleton import Skeleton
 from contextsim.engine.accounting import Accountant
 from contextsim.engine.cuts import leading_system
-from contextsim.engine.memory import per_skeleton
 from contextsim.engine.policy import Context, Plan, Statics, no_statics, plain_accounts
 
 

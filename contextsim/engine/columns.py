@@ -20,7 +20,7 @@ from itertools import accumulate, compress, pairwise
 from operator import add, attrgetter, ne
 from typing import TypeVar
 
-from contextsim.engine.memory import earlier, kept, remember
+from contextsim.counting.memory import earlier, kept, remember
 from contextsim.engine.simulate import REPLAY, Simulation, StepRecord
 
 N = TypeVar("N", int, float)

@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from contextsim.counting.memory import earlier, per_skeleton
 from contextsim.counting.skeleton import Skeleton
 from contextsim.engine.accounting import Accountant
-from contextsim.engine.memory import earlier, per_skeleton
 from contextsim.engine.plan import Plan, Statics
 
 __all__ = ["Context", "Plan", "Planner", "Policy", "Statics", "make_params"]

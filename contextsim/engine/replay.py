@@ -4,7 +4,7 @@ reconciliation, kept per skeleton and extended as a live run grows.
 Every view of a run replays its log twice: as the dashboard's default policy and to
 fit the reconciliation on the measured requests. Neither depends on the budget, so the
 plans and the estimator's counts are worked out once per skeleton; a skeleton grown
-from another (contextsim.engine.memory.grown: a live run's appends) reuses the other's requests
+from another (contextsim.counting.memory.grown: a live run's appends) reuses the other's requests
 and works out only the new ones, so following a run costs what it appends.
 
 Units: tokens under the skeleton's estimator; steps are request indexes.
@@ -16,9 +16,9 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from contextsim.counting.memory import earlier, per_skeleton
 from contextsim.counting.skeleton import Skeleton
 from contextsim.engine.as_logged import LoggedParams, LoggedPlanner
-from contextsim.engine.memory import earlier, per_skeleton
 from contextsim.engine.plan import Plan
 from contextsim.engine.policy import Context
 from contextsim.model import Usage

@@ -16,9 +16,9 @@ from typing import Any, NamedTuple, cast
 
 from contextsim.counting.builder import build
 from contextsim.counting.estimators import MESSAGE_OVERHEAD, Estimator
+from contextsim.counting.memory import earlier, per_skeleton, remember
 from contextsim.counting.skeleton import Skeleton, without_artifacts
 from contextsim.engine.accounting import Accountant
-from contextsim.engine.memory import earlier, per_skeleton, remember
 from contextsim.engine.policy import Context, Plan, Planner, Policy, Statics
 from contextsim.engine.replay import replay_log, usage_costs
 from contextsim.model import Run

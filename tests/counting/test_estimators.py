@@ -16,9 +16,9 @@ from contextsim.counting.estimators import (
     ESTIMATORS,
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD,
+    CountMemo,
     content_key,
     count_message,
-    seed_counts,
 )
 from contextsim.model import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
 
@@ -121,10 +121,23 @@ def test_content_key_depends_on_content_not_on_source():
 def test_seeded_counts_are_used_instead_of_tokenizing_again():
     message = Message("tool", (ToolResultPart("c1", "a result seen at import " * 50),))
     key = content_key(message)
-    seed_counts([("o200k", key, 12_345)])
-    assert count_message(message, ESTIMATORS["o200k"]) == 12_345
+    memo = CountMemo()
+    memo.seed([("o200k", key, 12_345)])
+    assert count_message(message, ESTIMATORS["o200k"], memo=memo) == 12_345
+    assert count_message(message, ESTIMATORS["o200k"]) < 12_345  # no memo, no memory
     other = Message("tool", (ToolResultPart("c1", "a different result"),))
-    assert count_message(other, ESTIMATORS["o200k"]) < 100
+    assert count_message(other, ESTIMATORS["o200k"], memo=memo) < 100
+
+
+def test_a_memo_forgets_everything_at_its_limit_rather_than_grow():
+    memo = CountMemo(limit=2)
+    one, two, three = (Message("user", (TextPart(t),)) for t in ("one", "two", "three"))
+    for message in (one, two):
+        memo.count(message, ESTIMATORS["chars4"])
+    memo.seed([("chars4", content_key(one), 999)])
+    assert memo.count(one, ESTIMATORS["chars4"]) == 999
+    memo.count(three, ESTIMATORS["chars4"])  # a third message: it starts afresh
+    assert memo.count(one, ESTIMATORS["chars4"]) < 999
 
 
 @pytest.mark.parametrize("name", ["cl100k", "o200k"])

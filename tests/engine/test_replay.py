@@ -1,5 +1,5 @@
 """A live run's replay is extended, not made again: a skeleton grown by more messages
-(contextsim.engine.memory.grown) replays, fits, simulates and shows problems exactly as one
+(contextsim.counting.memory.grown) replays, fits, simulates and shows problems exactly as one
 built afresh."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from contextsim.analysis import problems
 from contextsim.analysis.problems import detect
 from contextsim.counting.builder import SkeletonBuilder, build
 from contextsim.counting.estimators import ESTIMATORS
-from contextsim.engine.memory import earlier
+from contextsim.counting.memory import earlier
 from contextsim.engine.replay import replay_log, usage_costs
 from contextsim.engine.simulate import REPLAY, reconcile_skeleton, simulate
 from contextsim.model import Compaction, Message, Run, TextPart, Usage

@@ -15,6 +15,7 @@ from webapp.dashboard.trace import THINKING_NOTE, _change
 from webapp.models import RunSkeleton, Visibility
 from webapp.store import reads as derived
 from webapp.store.actions.saving import save_parsed
+from webapp.store.cache import CACHE
 
 
 @pytest.fixture
@@ -78,16 +79,22 @@ def test_a_bad_parameter_is_refused_with_its_name(thinking_run, alice_client):
 
 
 def test_a_skeleton_stored_in_an_older_layout_is_built_again(thinking_run):
+    from webapp.store.actions import derivation
+
     row = RunSkeleton.objects.get(run=thinking_run, estimator="chars4")
     assert row.data["layout"] == LAYOUT
     old = dict(row.data)
     del old["layout"]
     del old["thinking_tokens"]
     RunSkeleton.objects.filter(pk=row.pk).update(data=old)
-    derived._CACHE.clear()
-    sk = derived.skeleton_of(thinking_run, "chars4")
+    CACHE.clear()
+    sk = derived.skeleton_of(thinking_run, "chars4")  # built from the messages, not stored
     assert sk.thinking_tokens[1] == 2_000
+    assert "layout" not in RunSkeleton.objects.get(run=thinking_run, estimator="chars4").data
+    assert thinking_run in derivation.pending()  # the periodic job stores it again
+    derivation.derive_pending()
     assert RunSkeleton.objects.get(run=thinking_run, estimator="chars4").data["layout"] == LAYOUT
+    assert thinking_run not in derivation.pending()
 
 
 def test_the_step_inspector_shows_a_message_sent_without_its_thinking(thinking_run, alice_client):

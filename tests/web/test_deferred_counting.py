@@ -13,14 +13,16 @@ from django.urls import reverse
 from django.utils import timezone
 
 from contextsim.counting.estimators import ESTIMATORS, SHOWN_FIRST, SLOW, STAND_INS, count_message
+from contextsim.counting.skeleton import from_dict
 from tests.ingest.test_pieces import LATE_LINE_SESSION
 from tests.web.test_import_service import NATIVE
 from webapp.estimators.reads import request_rows
 from webapp.ingest.uploads import services as imports
 from webapp.jobs import services as jobs
 from webapp.models import ImportJob, Message, Run, RunSkeleton
-from webapp.store.actions import counting
-from webapp.store.reads import stored_run
+from webapp.store.actions import derivation
+from webapp.store.cache import CACHE
+from webapp.store.reads import skeleton_of, stored_run
 
 MIXED = {
     "contextsim": 1,
@@ -45,13 +47,13 @@ def _upload(owner, data) -> ImportJob:
 def _imported_looking_first(owner, data, monkeypatch, look) -> ImportJob:
     """The import of `data`, `look(run)` called for each run once it is shown and
     before the estimators left count it."""
-    real = counting.count_rest
+    real = derivation.count_rest
 
     def first(run, counted=lambda n: None):
         look(run)
         real(run, counted)
 
-    monkeypatch.setattr(counting, "count_rest", first)
+    monkeypatch.setattr(derivation, "count_rest", first)
     return imports.run_import(_upload(owner, data).pk)
 
 
@@ -100,7 +102,7 @@ def test_a_worker_lost_while_counting_is_followed_by_counting_on_not_a_second_im
     alice, monkeypatch
 ):
     job = _upload(alice, NATIVE)
-    real = counting.count_rest
+    real = derivation.count_rest
     calls = []
 
     def lose_the_lease_once(run, counted=lambda n: None):
@@ -109,7 +111,7 @@ def test_a_worker_lost_while_counting_is_followed_by_counting_on_not_a_second_im
             raise jobs.LeaseLost("the reaper gave it to another attempt")
         real(run, counted)
 
-    monkeypatch.setattr(counting, "count_rest", lose_the_lease_once)
+    monkeypatch.setattr(derivation, "count_rest", lose_the_lease_once)
     first = imports.run_import(job.pk)
     assert first.status == ImportJob.Status.RUNNING and first.stage == "counting"
     shown = list(Run.objects.filter(upload=first.upload).values_list("pk", flat=True))
@@ -132,7 +134,7 @@ def test_an_import_failed_for_good_while_counting_keeps_its_runs_and_counts_on_f
 ):
     job = _upload(alice, MIXED)
     monkeypatch.setattr(
-        counting, "count_rest", lambda run, counted=None: (_ for _ in ()).throw(jobs.LeaseLost())
+        derivation, "count_rest", lambda run, counted=None: (_ for _ in ()).throw(jobs.LeaseLost())
     )
     imports.run_import(job.pk)
     expired = timezone.now() - timedelta(seconds=1)
@@ -140,11 +142,14 @@ def test_an_import_failed_for_good_while_counting_keeps_its_runs_and_counts_on_f
     jobs.reap(queue_empty=False)
     job.refresh_from_db()
     assert job.status == ImportJob.Status.DONE and job.error == ""
-    assert "worker lost" in job.warnings[-1] and "when first shown" in job.warnings[-1]
+    assert "worker lost" in job.warnings[-1] and "in the background" in job.warnings[-1]
     run = job.upload.runs.get()
     assert run.counting == []
     page = alice_client.get(reverse("run", args=[run.public_id])).content.decode()
     assert "still being counted" not in page and "· o200k tokens ·" in page
+    assert not RunSkeleton.objects.filter(run=run, estimator="o200k").exists()  # the view
+    monkeypatch.undo()
+    derivation.derive_pending()  # and the periodic job stores it
     assert RunSkeleton.objects.filter(run=run, estimator="o200k").exists()
     status = alice_client.get(reverse("import-status", args=[job.public_id])).content.decode()
     assert "Not imported" not in status and run.public_id in status
@@ -243,10 +248,10 @@ def test_counts_that_fail_after_the_runs_were_shown_leave_them_browsable(
     def broken(run, counted=None):
         raise RuntimeError("tokenizer crashed")
 
-    monkeypatch.setattr(counting, "count_rest", broken)
+    monkeypatch.setattr(derivation, "count_rest", broken)
     job = imports.run_import(_upload(alice, MIXED).pk)
     assert job.status == ImportJob.Status.DONE
-    assert "counts are made when first shown" in job.warnings[-1]
+    assert "counts are made later, in the background" in job.warnings[-1]
     run = job.upload.runs.get()
     assert run.counting == []
     page = alice_client.get(reverse("run", args=[run.public_id])).content.decode()
@@ -288,20 +293,22 @@ def test_a_run_is_shown_counted_by_its_first_estimator_and_by_every_other_after(
         assert counts == {n: count_message(message, e) for n, e in ESTIMATORS.items()}
 
 
-def test_counts_a_skeleton_keeps_leave_those_stored_since_it_read_them(alice):
-    from django.db import transaction
-
-    from webapp.store import reads as derived
-
+def test_a_view_of_a_run_still_counting_stores_nothing_and_shows_every_estimator(alice):
     run = imports.run_import(_upload(alice, MIXED).pk).upload.runs.get()
     rows = Message.objects.filter(run=run).order_by("index")
-    full = list(rows.values_list("pk", "content_hash", "counts"))
-    for pk, _, counts in full:  # as if chars4 were still to count
+    full = list(rows.values_list("pk", "counts"))
+    for pk, counts in full:  # as if chars4 were still to count
         Message.objects.filter(pk=pk).update(
             counts={n: c for n, c in counts.items() if n != "chars4"}
         )
-    # What a dashboard read before the import's counting stored the others.
-    read_before = [(pk, key, {SHOWN_FIRST: counts[SHOWN_FIRST]}) for pk, key, counts in full]
-    with transaction.atomic():
-        derived._keep_counts("chars4", read_before, tuple(c["chars4"] for _, _, c in full))
-    assert list(rows.values_list("counts", flat=True)) == [counts for _, _, counts in full]
+    RunSkeleton.objects.filter(run=run, estimator="chars4").delete()
+    CACHE.clear()
+    run.refresh_from_db()
+    sk = skeleton_of(run, "chars4")  # built in memory from the messages
+    assert sk.tokens == tuple(c["chars4"] for _, c in full)
+    assert not RunSkeleton.objects.filter(run=run, estimator="chars4").exists()
+    assert all("chars4" not in c for c in rows.values_list("counts", flat=True))
+    derivation.derive(run)  # the job stores both
+    assert [c["chars4"] for c in rows.values_list("counts", flat=True)] == list(sk.tokens)
+    stored = RunSkeleton.objects.get(run=run, estimator="chars4")
+    assert stored.revision == run.revision and from_dict(stored.data).tokens == sk.tokens

@@ -19,6 +19,7 @@ from contextsim.ingest.detect import parse_path
 from webapp.access.services.tokens import LAST_USED_EVERY, create_token, owner_of
 from webapp.estimators.reads import request_rows
 from webapp.models import ApiToken, Message, Run, RunSkeleton
+from webapp.store.actions import derivation
 from webapp.store.actions.rows import LIVE_COUNTED
 
 pytestmark = pytest.mark.django_db
@@ -77,14 +78,19 @@ def test_a_run_streamed_message_by_message_is_stored_and_counted(key, live, alic
     counts = Message.objects.get(run=run, index=2).counts
     assert counts["chars4"] > 300 and set(counts) == set(LIVE_COUNTED)
     assert not {"cl100k", "o200k"} & set(counts)
-    # The skeletons are rebuilt from the stored counts when the dashboard asks.
-    assert not RunSkeleton.objects.filter(run=run).exists()
-    # The real tokenizers count a live run when first needed (chapter 0's result).
+    # No skeleton of its current revision is stored: the dashboard builds it from the
+    # stored counts, and a job stores it once the run is idle.
+    assert not RunSkeleton.objects.filter(run=run, revision=run.revision).exists()
+    # The real tokenizers count a live run when a view needs them (chapter 0's result),
+    # and the view stores nothing.
     rows = request_rows(run)
     assert rows[1].estimates["o200k"] - rows[0].estimates["o200k"] > 300
-    # Made once: kept with the messages for every later reader.
+    assert "o200k" not in Message.objects.get(run=run, index=2).counts
+    # The job keeps them with the messages for every later reader.
+    derivation.derive(run)
     counted = Message.objects.get(run=run, index=2).counts
     assert counted["o200k"] == ESTIMATORS["o200k"].count("chapter 0 " * 300) + MESSAGE_OVERHEAD
+    assert RunSkeleton.objects.filter(run=run, revision=run.revision).count() == len(ESTIMATORS)
     alice_client = Client()
     alice_client.force_login(alice)
     page = alice_client.get(reverse("run", args=[run_id])).content.decode()
@@ -253,8 +259,12 @@ def test_the_runs_list_marks_a_live_run(key, live, alice):
     assert "live-badge" not in client.get(reverse("runs")).content.decode()
 
 
-def test_a_skeleton_built_while_the_run_grows_is_not_kept(key, live, monkeypatch):
+def test_a_view_stores_no_skeleton_and_one_built_while_the_run_grows_is_not_the_newer(
+    key, live, monkeypatch
+):
     from webapp.store import reads as derived
+    from webapp.store.actions import derivation
+    from webapp.store.cache import CACHE
 
     client, run_id = live
     _append(client, key, run_id, [{"role": "user", "content": "go"}, *_round(0)])
@@ -274,10 +284,11 @@ def test_a_skeleton_built_while_the_run_grows_is_not_kept(key, live, monkeypatch
     run.refresh_from_db()
     fresh = derived.skeleton_of(run, "chars4")
     assert fresh.size == 5 == run.message_count
+    assert not RunSkeleton.objects.filter(run=run).exists()  # a view writes nothing
     # Extended from what was read (the builder kept), it is what a fresh build gives.
-    derived._BUILDERS.clear()
-    derived._CACHE.clear()
+    CACHE.clear()
     assert derived.skeleton_of(run, "chars4") == fresh
+    derivation.derive(run)  # the job stores it, for the run's revision
     assert RunSkeleton.objects.get(run=run, estimator="chars4").revision == run.revision
 
 
@@ -377,14 +388,20 @@ def test_a_deactivated_users_key_stops_working(key, live, alice):
     assert status == 401
 
 
-def test_an_append_drops_the_estimator_report_of_the_old_text(key, live, alice):
+def test_an_estimator_report_of_the_old_text_is_not_read_after_an_append(key, live, alice):
+    from contextsim.counting.estimators import ESTIMATORS
     from webapp.models import EstimatorReport
+    from webapp.store import reads
 
     client, run_id = live
     run = Run.objects.get(public_id=run_id)
-    EstimatorReport.objects.create(run=run, reference="o200k", data={"stale": True})
+    stale = {"total": dict.fromkeys(ESTIMATORS, 0), "stale": True}
+    EstimatorReport.objects.create(run=run, reference="o200k", data=stale, revision=run.revision)
+    assert reads.estimator_report(run, "o200k") == (stale, True)
     _append(client, key, run_id, [{"role": "user", "content": "новый текст"}])
-    assert not EstimatorReport.objects.filter(run=run).exists()
+    run.refresh_from_db()
+    report, stored = reads.estimator_report(run, "o200k")
+    assert not stored and "stale" not in report and report["total"]["chars"] > 0
 
 
 def test_a_retried_batch_with_its_idempotency_key_is_applied_once(key, live):
@@ -482,6 +499,7 @@ def test_a_skeleton_after_appends_is_extended_and_equals_one_built_afresh(alice)
     from contextsim.counting.estimators import ESTIMATORS
     from webapp.store import reads as derived
     from webapp.store.actions.appends import append_messages, create_live_run
+    from webapp.store.cache import CACHE
 
     def said(i: int) -> core.Message:
         role = "user" if i % 2 == 0 else "assistant"
@@ -491,7 +509,7 @@ def test_a_skeleton_after_appends_is_extended_and_equals_one_built_afresh(alice)
     est = ESTIMATORS["o200k"]
     derived.skeleton_of(run, "o200k", est)  # built whole; its builder is kept
     fed = []
-    real = derived._fed
+    real = derived._extended
 
     def spy(r, e):
         out = real(r, e)
@@ -501,15 +519,14 @@ def test_a_skeleton_after_appends_is_extended_and_equals_one_built_afresh(alice)
     for i in range(4, 10):
         run = append_messages(run, [said(i)])
         assert derived.skeleton_of(run, "o200k", est).size == i + 1
-    derived._fed = spy
+    derived._extended = spy
     try:
         run = append_messages(run, [said(10), said(11)])
         extended = derived.skeleton_of(run, "o200k", est)
     finally:
-        derived._fed = real
+        derived._extended = real
     assert fed == [True]
-    derived._BUILDERS.clear()
-    derived._CACHE.clear()
+    CACHE.clear()
     RunSkeleton.objects.filter(run=run).delete()
     assert derived.skeleton_of(run, "o200k", est) == extended
 
@@ -567,18 +584,18 @@ def test_figures_after_appends_and_replaced_tails_equal_those_read_from_every_me
 
 
 def test_a_followed_run_keeps_only_the_revision_it_grows_from_cached(key, live):
-    from contextsim.engine import memory as memo
+    from contextsim.counting import memory as memo
     from webapp.store import reads as derived
+    from webapp.store.cache import CACHE
 
     client, run_id = live
-    derived._CACHE.clear()
+    CACHE.clear()
     for i in range(4):  # appends, each followed by a view
         _append(client, key, run_id, _round(i))
         run = Run.objects.get(public_id=run_id)
         derived.skeleton_of(run, "chars4")
-    revisions = sorted(k[2] for k in derived._CACHE if k[0] == run_id)
-    assert revisions == [run.revision - 1, run.revision]
+    assert CACHE.revisions(run_id, "chars4") == [run.revision - 1, run.revision]
     # The newest was extended from the one kept before it.
-    newest = derived._CACHE[(run_id, "chars4", run.revision)]
-    older = derived._CACHE[(run_id, "chars4", run.revision - 1)]
-    assert memo._GROWN[id(newest)][1]() is older
+    newest = CACHE.skeleton((run_id, "chars4", run.revision))
+    older = CACHE.skeleton((run_id, "chars4", run.revision - 1))
+    assert newest is not None and newest.memory[memo._GREW_FROM]() is older

@@ -16,6 +16,7 @@ from contextsim.analysis.estimator_report import REFERENCES, compare_text
 from contextsim.counting.estimators import ESTIMATORS
 from contextsim.counting.fitting import MIN_REQUESTS
 from contextsim.counting.scripts import segments
+from webapp import tasks
 from webapp.access import grants as share_grants
 from webapp.estimators import reads as estimators
 from webapp.estimators import services as custom_estimators
@@ -60,6 +61,9 @@ def run_estimators(request: HttpRequest, public_id: str) -> HttpResponse:
     except ValueError:
         budget, error = 400_000, "budget: expected a positive whole number of tokens"
     rows = estimators.request_rows(run)
+    report, stored = estimator_report(run, reference)
+    if not stored:  # computed for this view: a job stores it (this view writes nothing)
+        tasks.store_report.delay(run.pk, reference)
     misses = [
         {"step": r.step, "estimator": name, "estimate": r.estimates[name], "measured": r.measured}
         for r in rows
@@ -73,7 +77,7 @@ def run_estimators(request: HttpRequest, public_id: str) -> HttpResponse:
         "references": list(REFERENCES),
         "budget": budget,
         "error": error,
-        "scripts": script_rows(estimator_report(run, reference)),
+        "scripts": script_rows(report),
         "estimators": list(ESTIMATORS),
         "counting": run.counting,
         "misses": misses[:200],

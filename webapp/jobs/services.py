@@ -31,7 +31,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from webapp.models import ImportJob, Run, Sweep, SweepCell, Upload
-from webapp.store.actions import counting, saving
+from webapp.store.actions import derivation, saving
 
 logger = logging.getLogger(__name__)
 
@@ -239,11 +239,12 @@ def reap(*, queue_empty: bool, now: datetime | None = None) -> Reaped:
 def _shown_anyway(upload: Upload) -> None:
     """An import failed by the reaper after its runs were shown (its workers were lost
     while indexing or counting them) imported them: say so, and leave their counts to
-    be made when first shown (and their text, if not indexed, to imports.index_left)."""
+    be made later by the periodic derivation (and their text, if not indexed, to
+    imports.index_left)."""
     if not Run.objects.filter(upload=upload).exists():
         return
     job = ImportJob.objects.get(upload=upload)
-    warnings = counting.give_up(upload, job.error)
+    warnings = derivation.give_up(upload, job.error)
     ImportJob.objects.filter(pk=job.pk).update(
         status=ImportJob.Status.DONE, error="", warnings=warnings
     )

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from contextsim.counting.estimators import MESSAGE_OVERHEAD
+from contextsim.counting.memory import per_skeleton
 from contextsim.counting.skeleton import Skeleton
 from contextsim.engine.accounting import Accountant
 from contextsim.engine.cuts import Cuts, head_end, round_starts, turn_starts, violations
-from contextsim.engine.memory import per_skeleton
 from contextsim.engine.policy import Context, Plan, Statics, no_statics
 
 TRUNCATION_NOTE = (

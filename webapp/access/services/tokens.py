@@ -9,13 +9,11 @@ import secrets
 from collections.abc import Mapping
 from datetime import timedelta
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
 from webapp.access.callers import local_mode_for, local_user
 from webapp.models import ApiToken
-from webapp.runtime import statements
 
 PREFIX = "cs_"
 
@@ -40,24 +38,20 @@ def revoke_token(token: ApiToken) -> None:
 
 def owner_of(key: str) -> AbstractBaseUser | None:
     """The owner of an active key of an active user, or None; records when the key was
-    last used (to the minute: LAST_USED_EVERY). Read by written-out statements
-    (webapp.runtime.statements): every streamed append asks."""
-    found = statements.read(
-        ApiToken, ("id", "owner", "last_used", "revoked"), {"digest": _digest(key)}
+    last used (to the minute: LAST_USED_EVERY): every streamed append asks."""
+    found = (
+        ApiToken.objects.select_related("owner")
+        .only("last_used", "revoked", "owner")
+        .filter(digest=_digest(key), revoked__isnull=True, owner__is_active=True)
+        .first()
     )
-    if found is None or found.revoked is not None:
-        return None
-    user = get_user_model()
-    fields = [f.name for f in user._meta.concrete_fields]
-    owner = statements.read(user, fields, {user._meta.pk.name: found.owner_id})
-    if owner is None or not owner.is_active:
+    if found is None:
         return None
     now = timezone.now()
     if found.last_used is None or now - found.last_used >= LAST_USED_EVERY:
         # Not at every call: an agent streaming appends would write it for each one.
-        found.last_used = now
-        statements.update_rows([found], ["last_used"])
-    return owner
+        ApiToken.objects.filter(pk=found.pk).update(last_used=now)
+    return found.owner
 
 
 LAST_USED_EVERY = timedelta(minutes=1)

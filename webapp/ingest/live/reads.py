@@ -17,7 +17,6 @@ from contextsim.counting.estimators import STAND_INS, Estimator
 from contextsim.model import KINDS, Usage, request_bounds
 from webapp.models import Message, Run
 from webapp.runs.reads import visible_runs
-from webapp.runtime import statements
 from webapp.store.reads import skeleton_of
 
 LISTED_FIELDS = (
@@ -77,10 +76,8 @@ class RequestFigures:
 
 
 def own_run(owner: AbstractBaseUser, public_id: str) -> Run | None:
-    """`owner`'s run `public_id` (only its id read, as an append needs), or None; as
-    Run.objects (ready runs only), by a written-out statement (webapp.runtime.statements)."""
-    where = {"public_id": public_id, "owner": owner.pk, "ready": True}
-    return statements.read(Run, ("id",), where)
+    """`owner`'s run `public_id` (only its id read, as an append needs), or None."""
+    return Run.objects.only("id").filter(public_id=public_id, owner=owner).first()
 
 
 def counted_by(run: Run, estimator: str) -> str:

@@ -33,7 +33,7 @@ from contextsim.ingest.exchanges import Dialect, title_of
 from contextsim.systems.anthropic_api.format import AnthropicImporter
 from contextsim.systems.openai_api.format import OpenAIImporter
 from contextsim.systems.openai_api.responses import ResponsesDialect
-from webapp.models import CapturedCall, Run, RunSkeleton
+from webapp.models import CapturedCall, Run
 from webapp.store.actions.appends import append_messages, create_live_run
 from webapp.store.actions.sessions import join_sessions
 from webapp.store.reads import stored_run
@@ -236,7 +236,6 @@ def _add_compaction(run: Run, before: int, conv: Conversation) -> None:
     Run.objects.filter(pk=run.pk).update(
         compactions=marks, revision=F("revision") + 1, rewritten=F("revision") + 1
     )
-    RunSkeleton.objects.filter(run=run).delete()
     run.refresh_from_db()
 
 

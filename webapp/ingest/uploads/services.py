@@ -22,7 +22,7 @@ from contextsim.ingest.detect import parse_stream, pieces_of, whole_pieces
 from webapp.jobs import services as jobs
 from webapp.models import ImportJob, Run, Upload
 from webapp.runtime import checkpoints
-from webapp.store.actions import counting, saving
+from webapp.store.actions import derivation, saving
 from webapp.store.actions import rows as message_rows
 
 logger = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
 def _counts_left(job: ImportJob, attempt: int, upload: Upload) -> None:
     """The import of runs shown that failed while indexing or counting them: done,
     saying so; their skeletons for the estimators left are built when first shown."""
-    warnings = counting.give_up(upload, "the import stopped after its runs were shown")
+    warnings = derivation.give_up(upload, "the import stopped after its runs were shown")
     jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.DONE, warnings=warnings)
 
 
@@ -208,7 +208,7 @@ def index_left() -> int:
 
 
 def _count(job: ImportJob, shown: list[Run], hold: jobs.Hold) -> None:
-    """Count the shown runs by the slow estimators (webapp.store.actions.counting), saying
+    """Count the shown runs by the slow estimators (webapp.store.actions.derivation), saying
     how far it is on the job."""
     total = sum(run.message_count for run in shown if run.counting)
     _progress(job, "counting", 0, total)
@@ -221,7 +221,7 @@ def _count(job: ImportJob, shown: list[Run], hold: jobs.Hold) -> None:
             hold.check()
             _progress(job, "counting", before + n, total)
 
-        counting.count_rest(run, counted)
+        derivation.count_rest(run, counted)
         before += run.message_count
 
 

@@ -19,8 +19,7 @@ from contextsim import model as core
 from contextsim.counting.estimators import content_key
 from contextsim.ingest.base import ParsedFile
 from contextsim.ingest.detect import parse_path
-from webapp.models import AppendReceipt, EstimatorReport, Message, Run, RunSkeleton, Visibility
-from webapp.runtime import statements
+from webapp.models import AppendReceipt, Message, Run, Visibility
 from webapp.store.actions.rows import (
     LIVE_COUNTED,
     MessageRow,
@@ -87,9 +86,7 @@ def append_once(
             return answered
     rows = _rows(messages)  # counted before the write lock is taken
     with transaction.atomic():
-        # Read and written by written-out statements (webapp.runtime.statements): building
-        # the ORM's SQL was most of an append's own time.
-        locked = statements.read(Run, LOCKED, {"id": run.pk, "ready": True}, lock=True)
+        locked = Run.objects.select_for_update().only(*LOCKED).filter(pk=run.pk).first()
         if locked is None:
             raise Run.DoesNotExist(f"run {run.pk} is gone")
         if key:
@@ -161,8 +158,6 @@ def _append_locked(
         dropped_calls = sum(_calls(p) for p in parts)
         removed.delete()
     insert_messages(locked.pk, start, rows)
-    statements.delete(RunSkeleton, "run", locked.pk)
-    statements.delete(EstimatorReport, "run", locked.pk)  # it read the old text
     if start == end:
         # Messages only added at the end: figures from the run's own, and a skeleton
         # is extended, not built again.
@@ -172,7 +167,8 @@ def _append_locked(
         # The run is locked: its revision is the one read.
         locked.message_count, locked.revision = end + len(messages), locked.revision + 1
         locked.last_append = timezone.now()
-        statements.update_rows([locked], ["message_count", "revision", "last_append", *changed])
+        fields = ("message_count", "revision", "last_append", *changed)
+        Run.objects.filter(pk=locked.pk).update(**{f: getattr(locked, f) for f in fields})
         return
     Run.objects.filter(pk=locked.pk).update(
         **_figures(locked),
@@ -281,7 +277,6 @@ def _update_header(stored: Run, run: core.Run) -> None:
         rows.update(**header)
         if stored.compactions != header["compactions"]:
             # Compactions are part of the skeleton: a new revision, built afresh.
-            RunSkeleton.objects.filter(run=stored).delete()
             rows.update(revision=F("revision") + 1, rewritten=F("revision") + 1)
     stored.refresh_from_db(fields=["title", "model", "compactions", "revision"])
 

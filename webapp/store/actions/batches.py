@@ -17,8 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
 from contextsim import model as core
-from webapp.models import EstimatorReport, Run, RunSkeleton, Visibility
-from webapp.runtime.statements import update_rows
+from webapp.models import Run, Visibility
 from webapp.store.actions.rows import MessageRow, insert_batches
 from webapp.store.actions.saving import NO_FIGURES, facts_of, figures_after
 from webapp.store.actions.sessions import join_sessions
@@ -81,7 +80,4 @@ def grow_runs(growths: Sequence[Growth]) -> None:
         run.last_append = now
     fields = ["message_count", "revision", "last_append", *NO_FIGURES]
     runs = [g.stored for g in growths]
-    update_rows(runs, fields)
-    ids = [r.pk for r in runs]
-    RunSkeleton.objects.filter(run_id__in=ids).delete()
-    EstimatorReport.objects.filter(run_id__in=ids).delete()
+    Run.objects.bulk_update(runs, fields)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from contextsim.counting.estimators import CountMemo
 from contextsim.ingest.base import ParsedFile
 from contextsim.systems.seed.demo import all_demo_runs
 from webapp.models import Run, Visibility
@@ -20,11 +21,15 @@ def load_demo(chapter_chars: int | None = None) -> int:
     they were there already)."""
     if demo_loaded():
         return 0
-    runs = all_demo_runs() if chapter_chars is None else all_demo_runs(chapter_chars=chapter_chars)
+    # The demo's o200k counts, made to write its measured usage, are saved as they are.
+    memo = CountMemo()
+    chars = {} if chapter_chars is None else {"chapter_chars": chapter_chars}
+    runs = all_demo_runs(memo=memo, **chars)
     saved = save_parsed(
         ParsedFile("demo", runs),
         owner=None,
         visibility=Visibility.PUBLIC,
         demo_key="demo:seed",
+        memo=memo,
     )
     return len(saved)

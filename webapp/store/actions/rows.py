@@ -18,7 +18,14 @@ import orjson
 from django.db import connection, transaction
 
 from contextsim import model as core
-from contextsim.counting.estimators import ESTIMATORS, SLOW, Estimator, content_key, count_message
+from contextsim.counting.estimators import (
+    ESTIMATORS,
+    SLOW,
+    CountMemo,
+    Estimator,
+    content_key,
+    count_message,
+)
 from contextsim.systems.native.format import part_to_dict
 from webapp.models import Message
 
@@ -66,8 +73,11 @@ def sqlite_json(value: Any) -> str:
         return json.dumps(value)
 
 
-def message_row(message: core.Message, estimators: dict[str, Estimator]) -> MessageRow:
-    """The row of `message`, counted by every one of `estimators`."""
+def message_row(
+    message: core.Message, estimators: dict[str, Estimator], memo: CountMemo | None = None
+) -> MessageRow:
+    """The row of `message`, counted by every one of `estimators` (through `memo` when
+    given: what the run's skeletons are then built with need not be counted again)."""
     usage = message.usage
     key = content_key(message)
     return MessageRow(
@@ -77,7 +87,7 @@ def message_row(message: core.Message, estimators: dict[str, Estimator]) -> Mess
         compact_summary=message.compact_summary,
         tool_names=storable(", ".join(c.name for c in message.tool_calls)[:500]),
         content_hash=key,
-        counts={name: count_message(message, est, key) for name, est in estimators.items()},
+        counts={name: count_message(message, est, key, memo) for name, est in estimators.items()},
         usage_input=usage.input_tokens if usage else None,
         usage_cache_read=usage.cache_read if usage else None,
         usage_cache_write=usage.cache_write if usage else None,

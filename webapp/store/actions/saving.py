@@ -8,7 +8,7 @@ staged (`begin`, `fill`): its run, unseen, gets its messages a batch at a time, 
 counted by the estimator it is first shown with and then written in its own short
 transaction; one last short transaction shows it (`publish`). The other estimators'
 counts, the real tokenizers' (estimators.SLOW) most of the time of a large import, are
-made after it is shown, by webapp.store.actions.counting. A long import never keeps an
+made after it is shown, by webapp.store.actions.derivation. A long import never keeps an
 append or a sign-in waiting past the busy timeout.
 """
 
@@ -24,7 +24,7 @@ from django.db import transaction
 from contextsim import model as core
 from contextsim.counting import skeleton
 from contextsim.counting.builder import SkeletonBuilder
-from contextsim.counting.estimators import ESTIMATORS, SHOWN_FIRST
+from contextsim.counting.estimators import ESTIMATORS, SHOWN_FIRST, CountMemo
 from contextsim.ingest.base import ParsedFile
 from webapp.models import Message, Run, RunSkeleton, Upload, Visibility
 from webapp.store.actions.rows import MessageRow, insert_messages, message_row, storable
@@ -43,12 +43,16 @@ class Prepared:
     skeletons: dict[str, Any]
 
 
-def prepare(run: core.Run, estimators: Sequence[str] | None = None) -> Prepared:
+def prepare(
+    run: core.Run, estimators: Sequence[str] | None = None, memo: CountMemo | None = None
+) -> Prepared:
     """Count each message's tokens once per estimator (all registered ones unless
-    `estimators` names some) and build the rows and skeletons; writes nothing."""
+    `estimators` names some; through `memo` when given, which may hold counts made
+    before) and build the rows and skeletons; writes nothing."""
     chosen = {n: ESTIMATORS[n] for n in (estimators or ESTIMATORS)}
-    rows = [message_row(m, chosen) for m in run.messages]
-    builder = SkeletonBuilder(list(chosen.values()))
+    memo = memo if memo is not None else CountMemo()
+    rows = [message_row(m, chosen, memo) for m in run.messages]
+    builder = SkeletonBuilder(list(chosen.values()), memo)
     builder.add(run.messages, [row.content_hash for row in rows])
     built = builder.finish(run)
     skeletons = {name: storable(skeleton.to_dict(sk)) for name, sk in built.items()}
@@ -161,7 +165,7 @@ def begin(
     run nobody sees yet (`ready` False), its messages still to be written (`fill`, or
     `Filling`). `publish` shows it; a failed import deletes it (`drop`). Its messages
     are counted by the estimator it is first shown with (estimators.SHOWN_FIRST); every
-    other estimator's counts are left to webapp.store.actions.counting (`counting`): the
+    other estimator's counts are left to webapp.store.actions.derivation (`counting`): the
     real tokenizers are most of a large import's time, and the other fast ones cost as
     much again as everything else before the run can be browsed."""
     facts = run if run is not None else core.Run(title="importing…", messages=())
@@ -187,12 +191,13 @@ class Filling:
     written in its own short transaction (so the write lock never grows with the file,
     and the batch can be let go), and fed to their skeletons; `finish` writes the
     run's facts and those skeletons. The others are made with the counts left to make
-    (webapp.store.actions.counting) or when first shown (webapp.store.reads)."""
+    (webapp.store.actions.derivation) or when first shown (webapp.store.reads)."""
 
     def __init__(self, stored: Run) -> None:
         self.stored = stored
         self.estimators = {n: e for n, e in ESTIMATORS.items() if n not in stored.counting}
-        self.builder = SkeletonBuilder(list(self.estimators.values()))
+        self.memo = CountMemo()
+        self.builder = SkeletonBuilder(list(self.estimators.values()), self.memo)
         self.figures = dict(NO_FIGURES)
 
     @property
@@ -201,7 +206,7 @@ class Filling:
 
     def add(self, messages: Sequence[core.Message]) -> None:
         start = self.written
-        rows = [message_row(m, self.estimators) for m in messages]
+        rows = [message_row(m, self.estimators, self.memo) for m in messages]
         self.builder.add(messages, [row.content_hash for row in rows])
         with transaction.atomic():
             # Its text is indexed for search once the run is shown (imports._index):
@@ -289,10 +294,12 @@ def save_parsed(
     visibility: str = Visibility.PRIVATE,
     demo_key: str = "",
     estimators: Sequence[str] | None = None,
+    memo: CountMemo | None = None,
 ) -> list[Run]:
-    """Save every run of `parsed` (all or nothing): counted first, then written in one
-    transaction. `estimators` limits the counting (default: all)."""
-    prepared = [prepare(run, estimators) for run in parsed.runs]
+    """Save every run of `parsed` (all or nothing): counted first (through `memo` when
+    given), then written in one transaction. `estimators` limits the counting (default:
+    all)."""
+    prepared = [prepare(run, estimators, memo) for run in parsed.runs]
     with transaction.atomic():
         return write_all(
             prepared, owner=owner, upload=upload, visibility=visibility, demo_key=demo_key

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from contextsim.counting.estimators import CountMemo
 from contextsim.model import Run
 from contextsim.systems.seed.demo.build import FORMAT, MODEL
 from contextsim.systems.seed.demo.main import main_runs
@@ -69,11 +70,15 @@ DEMOS: dict[str, Callable[..., tuple[Run, ...]]] = {
     "subagents": subagent_runs,
     "early-stop": early_stop_runs,
 }
-"""Demo builders by name; each takes keyword `chapter_chars` and returns its runs."""
+"""Demo builders by name; each takes keywords `chapter_chars` and `memo` and returns its
+runs."""
 
 
-def demo_runs(name: str, *, chapter_chars: int = DEFAULT_CHAPTER_CHARS) -> tuple[Run, ...]:
-    """The runs of demo `name` (a key of DEMOS), chapters `chapter_chars` characters long.
+def demo_runs(
+    name: str, *, chapter_chars: int = DEFAULT_CHAPTER_CHARS, memo: CountMemo | None = None
+) -> tuple[Run, ...]:
+    """The runs of demo `name` (a key of DEMOS), chapters `chapter_chars` characters long;
+    their o200k counts made into `memo` when given (for whoever counts them next).
 
     Raises KeyError naming the known demos for an unknown name.
     """
@@ -81,9 +86,13 @@ def demo_runs(name: str, *, chapter_chars: int = DEFAULT_CHAPTER_CHARS) -> tuple
         factory = DEMOS[name]
     except KeyError:
         raise KeyError(f"unknown demo {name!r}; known: {', '.join(DEMOS)}") from None
-    return factory(chapter_chars=chapter_chars)
+    return factory(chapter_chars=chapter_chars, memo=memo)
 
 
-def all_demo_runs(*, chapter_chars: int = DEFAULT_CHAPTER_CHARS) -> tuple[Run, ...]:
+def all_demo_runs(
+    *, chapter_chars: int = DEFAULT_CHAPTER_CHARS, memo: CountMemo | None = None
+) -> tuple[Run, ...]:
     """Every demo run: the main agent first, then the 8 subagents, then early-stop."""
-    return tuple(run for name in DEMOS for run in demo_runs(name, chapter_chars=chapter_chars))
+    return tuple(
+        run for name in DEMOS for run in demo_runs(name, chapter_chars=chapter_chars, memo=memo)
+    )

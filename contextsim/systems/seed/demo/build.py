@@ -16,7 +16,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD, count_message
+from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD, CountMemo
 from contextsim.model import Message, Part, Run, TextPart, ToolCallPart, ToolResultPart, Usage
 
 MODEL = "claude-sonnet-4-5"
@@ -32,15 +32,15 @@ def tool_message(call: ToolCallPart, text: str, *, is_error: bool = False) -> Me
     return Message("tool", (ToolResultPart(call.id, text, is_error),))
 
 
-def warm_counts(messages: list[Message]) -> None:
-    """Count `messages` with o200k on two threads, filling count_message's memo.
+def warm_counts(messages: list[Message], memo: CountMemo) -> None:
+    """Count `messages` with o200k on two threads, into `memo`.
 
     tiktoken releases the GIL while encoding, so the big tool results of a demo are
     counted about twice as fast; the builder then finds each count memoized. Counts
     are the same either way: this only changes when they are computed.
     """
     with ThreadPoolExecutor(max_workers=2) as pool:
-        for _ in pool.map(lambda m: count_message(m, REFERENCE), messages):
+        for _ in pool.map(lambda m: memo.count(m, REFERENCE), messages):
             pass
 
 
@@ -50,8 +50,11 @@ class RunBuilder:
     `tag` makes tool-call ids unique across the demo runs (``toolu_<tag>_<n>``).
     """
 
-    def __init__(self, tag: str) -> None:
+    def __init__(self, tag: str, memo: CountMemo | None = None) -> None:
         self._tag = tag
+        self.memo = memo if memo is not None else CountMemo()
+        """Where the messages' o200k counts are made (and kept, for whoever counts the
+        run's messages next with the same memo)."""
         self._messages: list[Message] = []
         self._context = 0  # o200k tokens of every message so far (a prefix sum)
         self._calls = 0
@@ -63,7 +66,7 @@ class RunBuilder:
 
     def _add(self, message: Message) -> Message:
         self._messages.append(message)
-        self._context += count_message(message, REFERENCE)
+        self._context += self.memo.count(message, REFERENCE)
         return message
 
     def system(self, text: str) -> None:
@@ -75,7 +78,7 @@ class RunBuilder:
     def assistant(self, parts: tuple[Part, ...]) -> None:
         """An assistant message with usage measured against the history before it."""
         message = Message("assistant", parts)
-        output = count_message(message, REFERENCE) - MESSAGE_OVERHEAD
+        output = self.memo.count(message, REFERENCE) - MESSAGE_OVERHEAD
         self._add(replace(message, usage=Usage(input_tokens=self._context, output_tokens=output)))
 
     def answer(self, text: str) -> None:

@@ -10,7 +10,7 @@ measured usage computed like the subagents'.
 
 from __future__ import annotations
 
-from contextsim.counting.estimators import ESTIMATORS
+from contextsim.counting.estimators import ESTIMATORS, CountMemo
 from contextsim.model import Run
 from contextsim.systems.seed.demo import codebase
 from contextsim.systems.seed.demo.build import REFERENCE, RunBuilder
@@ -172,9 +172,9 @@ def _recheck_turn(b: RunBuilder) -> None:
     )
 
 
-def main_runs(*, chapter_chars: int = 100_000) -> tuple[Run, ...]:
+def main_runs(*, chapter_chars: int = 100_000, memo: CountMemo | None = None) -> tuple[Run, ...]:
     """The main agent's run (one run). `chapter_chars` sizes the chapter it measures."""
-    b = RunBuilder("main")
+    b = RunBuilder("main", memo)
     b.system(SYSTEM_PROMPT)
     _fix_turn(b)
     _fan_out_turn(b)

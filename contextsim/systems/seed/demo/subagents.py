@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 
+from contextsim.counting.estimators import CountMemo
 from contextsim.model import Run
 from contextsim.systems.seed.demo.build import RunBuilder, tool_message, warm_counts
 from contextsim.systems.seed.demo.text import chapter_note, chapter_text
@@ -131,39 +132,47 @@ def _progress(number: int, first: int) -> str:
     return f"Chapter {number - 1} {verdict}. Next, chapter {number}."
 
 
-def _reading_run(tag: str, chapters: range, read: int, chapter_chars: int) -> RunBuilder:
+def _reading_run(
+    tag: str, chapters: range, read: int, chapter_chars: int, memo: CountMemo | None
+) -> RunBuilder:
     """A subagent told to check `chapters` that reads the first `read` of them."""
-    builder = RunBuilder(tag)
+    builder = RunBuilder(tag, memo)
     builder.system(SYSTEM_PROMPT)
     builder.user(instruction(chapters))
     numbers = chapters[:read]
     calls = [builder.new_call("read_file", {"path": chapter_path(n)}) for n in numbers]
     texts = [chapter_text(n, chapter_chars) for n in numbers]
-    warm_counts([tool_message(c, t) for c, t in zip(calls, texts, strict=True)])
+    warm_counts([tool_message(c, t) for c, t in zip(calls, texts, strict=True)], builder.memo)
     for number, call, text in zip(numbers, calls, texts, strict=True):
         builder.call(_progress(number, chapters[0]), call)
         builder.result(call, text)
     return builder
 
 
-def subagent_run(index: int, *, chapter_chars: int = 100_000) -> Run:
+def subagent_run(index: int, *, chapter_chars: int = 100_000, memo: CountMemo | None = None) -> Run:
     """Subagent `index` of 8: reads all 40 of its chapters, then reports."""
     chapters = chapter_range(index)
-    builder = _reading_run(f"s{index}", chapters, len(chapters), chapter_chars)
+    builder = _reading_run(f"s{index}", chapters, len(chapters), chapter_chars, memo)
     builder.answer(report(index))
     title = f"Subagent {index}/{SUBAGENTS}: read chapters {span(chapters)}"
     return builder.run(title, subagent_session(index), parent=MAIN_SESSION)
 
 
-def subagent_runs(*, chapter_chars: int = 100_000) -> tuple[Run, ...]:
+def subagent_runs(
+    *, chapter_chars: int = 100_000, memo: CountMemo | None = None
+) -> tuple[Run, ...]:
     """The 8 subagents of the incident, in order."""
-    return tuple(subagent_run(i, chapter_chars=chapter_chars) for i in range(1, SUBAGENTS + 1))
+    return tuple(
+        subagent_run(i, chapter_chars=chapter_chars, memo=memo) for i in range(1, SUBAGENTS + 1)
+    )
 
 
-def early_stop_runs(*, chapter_chars: int = 100_000) -> tuple[Run, ...]:
+def early_stop_runs(
+    *, chapter_chars: int = 100_000, memo: CountMemo | None = None
+) -> tuple[Run, ...]:
     """The re-check subagent on chapters 1-40 that stops after 2 to "save space"."""
     chapters = chapter_range(1)
-    builder = _reading_run("early", chapters, EARLY_STOP_AFTER, chapter_chars)
+    builder = _reading_run("early", chapters, EARLY_STOP_AFTER, chapter_chars, memo)
     builder.answer(early_stop_report())
     title = f"Re-check subagent: chapters {span(chapters)}, stopped after {EARLY_STOP_AFTER}"
     return (builder.run(title, EARLY_STOP_SESSION, parent=MAIN_SESSION),)

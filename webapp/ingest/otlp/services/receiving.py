@@ -21,7 +21,6 @@ from webapp.ingest.otlp.services import follow as follow
 from webapp.ingest.otlp.services import groups as store
 from webapp.ingest.otlp.services import parents as span_parents
 from webapp.models import ReceivedSpan, Run, SpanGroup
-from webapp.runtime.statements import update_rows
 from webapp.store.actions.appends import first_change, header_of, sync_run
 from webapp.store.actions.batches import Growth, create_runs, grow_runs
 from webapp.store.actions.rows import LIVE_COUNTED, MessageRow, message_row
@@ -237,7 +236,7 @@ def _bring_in_step(owner: AbstractBaseUser, plans: list[Plan]) -> list[Run]:
     made = create_runs(owner, [(p.run, _stream_key(p.group), _rows(p.run.messages)) for p in new])
     for plan, run in zip(new, made, strict=True):
         plan.group.run = run
-    update_rows([p.group for p in new], ["run"])
+    SpanGroup.objects.bulk_update([p.group for p in new], ["run"])
     return [*made, *(g.stored for g in growths), *changed]
 
 
