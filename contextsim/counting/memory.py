@@ -21,6 +21,7 @@ class Skeleton(Protocol):
     @property
     def memory(self) -> dict[Hashable, Any]: ...
 
+
 _GREW_FROM = ("memory", "grew from")
 """The key under which a skeleton keeps a weak reference to the one it grew from."""
 
