@@ -40,13 +40,13 @@ def main(count: int) -> None:
 
     from contextsim.ingest.base import ParsedFile
     from webapp.models import Visibility
-    from webapp.store.actions.saving import save_parsed
+    from webapp.store.actions.saving import do_save_runs
 
     get_user_model().objects.get_or_create(username="bench")  # who sweeps the fleet
     ids: list[str] = []
     for first in range(0, count, BATCH):
         runs = tuple(fleet_runs(min(BATCH, count - first), first))
-        saved = save_parsed(
+        saved = do_save_runs(
             ParsedFile("native", runs),
             owner=None,
             visibility=Visibility.PUBLIC,

@@ -57,11 +57,11 @@ def _setup(data_dir: str) -> str:
     start_django(data_dir)
     from contextsim.ingest.base import ParsedFile
     from webapp.models import Visibility
-    from webapp.store.actions.saving import save_parsed
+    from webapp.store.actions.saving import do_save_runs
 
     started = time.perf_counter()
     run = long_run(STEPS)
-    (stored,) = save_parsed(
+    (stored,) = do_save_runs(
         ParsedFile("native", (run,)),
         owner=None,
         visibility=Visibility.PUBLIC,

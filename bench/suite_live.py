@@ -49,12 +49,12 @@ def _grow(size: int):  # type: ignore[no-untyped-def]
     from webapp.store.actions import appends as streaming
 
     owner, _ = get_user_model().objects.get_or_create(username=f"bench-{size}")
-    run = streaming.create_live_run(owner, core.Run(f"live {size}", ()))
+    run = streaming.do_create_live_run(owner, core.Run(f"live {size}", ()))
     run.visibility = Visibility.PUBLIC
     run.save(update_fields=["visibility"])
     for start in range(0, size, BATCH):
         batch = [_message(i) for i in range(start, min(start + BATCH, size))]
-        run = streaming.append_messages(run, batch)
+        run = streaming.do_append_messages(run, batch)
     return run
 
 
@@ -74,7 +74,7 @@ def _figures(size: int) -> dict[str, float]:
     gc.callbacks.append(collector)
     for i in range(APPENDS):
         started = time.perf_counter()
-        run = streaming.append_messages(run, [_message(size + i)])
+        run = streaming.do_append_messages(run, [_message(size + i)])
         appends.append(time.perf_counter() - started)
         started = time.perf_counter()
         response = client.get(url, query)
@@ -82,7 +82,7 @@ def _figures(size: int) -> dict[str, float]:
         assert response.status_code == 200
     gc.callbacks.remove(collector)
     weight = len(response.content)
-    run = streaming.append_messages(run, [_message(size + APPENDS)])
+    run = streaming.do_append_messages(run, [_message(size + APPENDS)])
     CACHE.clear()  # as a process that did not follow the run
     started = time.perf_counter()
     assert client.get(url, query).status_code == 200

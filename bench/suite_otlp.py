@@ -162,12 +162,12 @@ def _import(name: str, raw: bytes, conversations: int) -> float:
 
     from contextsim.ingest.detect import parse_stream
     from webapp.models import Visibility
-    from webapp.store.actions.saving import save_parsed
+    from webapp.store.actions.saving import do_save_runs
 
     owner, _ = get_user_model().objects.get_or_create(username=f"bench-file {name}")
     started = time.perf_counter()
     parsed = parse_stream("traces.json", io.BytesIO(raw))
-    saved = save_parsed(parsed, owner=owner, visibility=Visibility.PRIVATE)
+    saved = do_save_runs(parsed, owner=owner, visibility=Visibility.PRIVATE)
     seconds = time.perf_counter() - started
     assert len(list(saved)) == conversations
     return seconds

@@ -154,9 +154,9 @@ def _dashboard_run() -> str:
     from bench.synthetic import long_run
     from contextsim.ingest.base import ParsedFile
     from webapp.models import Visibility
-    from webapp.store.actions.saving import save_parsed
+    from webapp.store.actions.saving import do_save_runs
 
-    (stored,) = save_parsed(
+    (stored,) = do_save_runs(
         ParsedFile("native", (long_run(STEPS),)),
         owner=None,
         visibility=Visibility.PUBLIC,

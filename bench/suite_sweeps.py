@@ -36,16 +36,16 @@ def _setup(data_dir: str) -> tuple[list[str], str]:
     from contextsim.ingest.base import ParsedFile
     from contextsim.systems.seed.demo import demo_runs
     from webapp.models import Visibility
-    from webapp.store.actions.saving import save_parsed
+    from webapp.store.actions.saving import do_save_runs
 
     started = time.perf_counter()
-    fleet = save_parsed(
+    fleet = do_save_runs(
         ParsedFile("demo", demo_runs("subagents")),
         owner=None,
         visibility=Visibility.PUBLIC,
         estimators=("o200k",),
     )
-    (long,) = save_parsed(
+    (long,) = do_save_runs(
         ParsedFile("native", (long_run(10_000),)),
         owner=None,
         visibility=Visibility.PUBLIC,

@@ -226,3 +226,21 @@ def test_the_engine_and_the_stages_below_it_name_no_agent_system():
         "contextsim.ingest.base",
         "contextsim.registry",
     }
+
+
+def test_modules_that_share_a_prefix_in_one_folder_are_a_folder_of_their_own():
+    """`otel_events.py`, `otel_genai.py`... beside each other say they are one thing: a
+    folder named for it (the prefix), not a naming scheme."""
+    groups: dict[tuple[Path, str], list[str]] = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            stem = path.stem.strip("_")
+            if "migrations" in path.parts or "_" not in stem:
+                continue
+            groups.setdefault((path.parent, stem.split("_")[0]), []).append(path.name)
+    shared = {
+        f"{folder.relative_to(ROOT)}/{prefix}_*": names
+        for (folder, prefix), names in groups.items()
+        if len(names) > 1
+    }
+    assert shared == {}

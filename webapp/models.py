@@ -4,6 +4,7 @@ token counts for every estimator, collections of runs, and import jobs."""
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -127,7 +128,8 @@ class ImportJob(Job):
 
 class ReadyRuns(models.Manager["Run"]):
     """Runs whose import has finished: an import still writing its messages in batches
-    (webapp.store.actions.saving.begin, fill) is seen by no page, search or API."""
+    (webapp.store.actions.saving.do_stage_run, do_fill_run) is seen by no page, search or
+    API."""
 
     def get_queryset(self) -> models.QuerySet[Run]:
         return super().get_queryset().filter(ready=True)
@@ -178,7 +180,9 @@ class Run(models.Model):
     stream_key = models.CharField(max_length=600, blank=True, db_index=True)
     """For a run followed from a log file (tail_run): the file and the run's key in it."""
     notes = models.TextField(blank=True)
-    tags = models.ManyToManyField("Tag", blank=True, related_name="runs")
+    tags: models.ManyToManyField[Tag, Any] = models.ManyToManyField(
+        "Tag", blank=True, related_name="runs"
+    )
     ready = models.BooleanField(default=True)
     """False while a large import is still writing it; then only `all_objects` has it."""
     rewritten = models.PositiveIntegerField(default=0)

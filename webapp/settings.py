@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -148,8 +149,7 @@ WSGI_APPLICATION = "webapp.wsgi.application"
 
 TEMPLATES = [
     {
-        # Django's, with each render's context let go at once (webapp.runtime.templating).
-        "BACKEND": "webapp.runtime.templating.DjangoTemplates",
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
         "NAME": "django",
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
@@ -207,7 +207,7 @@ STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
 ]
-STORAGES = {
+STORAGES: dict[str, dict[str, Any]] = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }

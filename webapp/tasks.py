@@ -5,6 +5,7 @@ functions that queue them, called by the views and commands once their work is s
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import Celery, current_app, shared_task
 from celery.signals import worker_init, worker_ready
@@ -51,14 +52,14 @@ def store_report(run_id: int, reference: str) -> None:
     """Store a run's estimator report a view computed (webapp.store.reads)."""
     run = Run.objects.filter(pk=run_id).first()
     if run is not None:
-        derivation.store_report(run, reference)
+        derivation.do_store_report(run, reference)
 
 
 @shared_task
 def derive_pending() -> None:
     """Store the skeletons and counts of the runs that lack them for their revision
     (idle live runs, older layouts); run every DERIVE_EVERY seconds by celery beat."""
-    derivation.derive_pending()
+    derivation.do_derive_pending()
 
 
 @shared_task
@@ -81,7 +82,8 @@ def _queue_empty(app: Celery = current_app) -> bool:
     try:
         with app.connection_for_read() as conn:
             queue = app.conf.task_default_queue
-            _, waiting, _ = conn.default_channel.queue_declare(queue=queue, passive=True)
+            channel: Any = conn.default_channel  # a kombu virtual or AMQP channel
+            _, waiting, _ = channel.queue_declare(queue=queue, passive=True)
     except Exception as exc:
         if "NOT_FOUND" in str(exc):
             # Redis drops an empty list, and a passive declare then finds no queue.
@@ -102,3 +104,4 @@ def _reap_at_start(**_: object) -> None:
 def _settle_heap(**_: object) -> None:
     # Before the pool starts: forked children inherit the frozen heap and thresholds.
     heap.settle()
+    heap.collect_seldom()

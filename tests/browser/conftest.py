@@ -80,14 +80,14 @@ def fleet(page):  # type: ignore[no-untyped-def]
     from contextsim.systems.seed.demo import demo_runs
     from webapp.celery import app
     from webapp.models import Visibility
-    from webapp.store.actions.saving import save_parsed
+    from webapp.store.actions.saving import do_save_runs
 
     # No worker process here: tasks run in the request that queues them.
     previous = app.conf.task_always_eager
     app.conf.task_always_eager = True
     owner, _ = User.objects.get_or_create(username="local")
     runs = demo_runs("subagents", chapter_chars=4_000)[:3]
-    yield save_parsed(
+    yield do_save_runs(
         ParsedFile("demo", runs), owner=owner, visibility=Visibility.PRIVATE, estimators=("chars4",)
     )
     app.conf.task_always_eager = previous

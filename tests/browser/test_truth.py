@@ -19,11 +19,11 @@ def compacted(page, corpus):  # type: ignore[no-untyped-def]
 
     from contextsim.ingest.detect import parse_path
     from webapp.models import Visibility
-    from webapp.store.actions.saving import save_parsed
+    from webapp.store.actions.saving import do_save_runs
 
     owner, _ = User.objects.get_or_create(username="local")
     parsed = parse_path(str(corpus / SESSION))
-    (main, *_) = save_parsed(
+    (main, *_) = do_save_runs(
         parsed, owner=owner, visibility=Visibility.PRIVATE, estimators=("o200k",)
     )
     return main

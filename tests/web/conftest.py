@@ -13,7 +13,7 @@ from django.test import Client
 from contextsim.ingest.base import ParsedFile
 from contextsim.systems.seed.demo import demo_runs
 from webapp.models import Run, Visibility
-from webapp.store.actions.saving import save_parsed
+from webapp.store.actions.saving import do_save_runs
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +45,7 @@ def fleet(alice: User) -> list[Run]:
     of 4,000 characters, counted with chars4 only. At a 40,000 hard limit `turns` rejects
     every subagent and `mythex` none."""
     runs = demo_runs("subagents", chapter_chars=4_000)
-    saved = save_parsed(
+    saved = do_save_runs(
         ParsedFile("demo", runs), owner=alice, visibility=Visibility.PRIVATE, estimators=("chars4",)
     )
     return list(saved)

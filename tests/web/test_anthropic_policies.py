@@ -14,7 +14,7 @@ from contextsim.ingest.base import ParsedFile
 from webapp.dashboard.trace import THINKING_NOTE, _change
 from webapp.models import RunSkeleton, Visibility
 from webapp.store import reads as derived
-from webapp.store.actions.saving import save_parsed
+from webapp.store.actions.saving import do_save_runs
 from webapp.store.cache import CACHE
 
 
@@ -34,7 +34,7 @@ def thinking_run(alice):
     )
     run = core.Run("thinking", messages, model="claude-opus-4-6")
     parsed = ParsedFile("native", [run])
-    (saved,) = save_parsed(
+    (saved,) = do_save_runs(
         parsed, owner=alice, visibility=Visibility.PRIVATE, estimators=("chars4",)
     )
     return saved
@@ -92,7 +92,7 @@ def test_a_skeleton_stored_in_an_older_layout_is_built_again(thinking_run):
     assert sk.thinking_tokens[1] == 2_000
     assert "layout" not in RunSkeleton.objects.get(run=thinking_run, estimator="chars4").data
     assert thinking_run in derivation.pending()  # the periodic job stores it again
-    derivation.derive_pending()
+    derivation.do_derive_pending()
     assert RunSkeleton.objects.get(run=thinking_run, estimator="chars4").data["layout"] == LAYOUT
     assert thinking_run not in derivation.pending()
 

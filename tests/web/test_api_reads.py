@@ -21,7 +21,7 @@ from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
 from contextsim.ingest.detect import parse_stream
 from webapp.access.services.tokens import create_token
 from webapp.models import Message, Run, Visibility
-from webapp.store.actions.saving import save_parsed
+from webapp.store.actions.saving import do_save_runs
 
 pytestmark = pytest.mark.django_db
 
@@ -227,7 +227,7 @@ def _log() -> bytes:
 
 def _saved(owner, estimators: tuple[str, ...]) -> Run:
     parsed = parse_stream("checked.json", io.BytesIO(_log()))
-    return save_parsed(parsed, owner=owner, estimators=estimators)[0]
+    return do_save_runs(parsed, owner=owner, estimators=estimators)[0]
 
 
 def _expected(count: Callable[[str], int]) -> list[dict[str, int | None]]:

@@ -11,7 +11,7 @@ from contextsim.model import Message, Run, TextPart, Usage
 from webapp.ingest.proxy.services import Capture, record
 from webapp.models import Run as StoredRun
 from webapp.models import Visibility
-from webapp.store.actions.saving import save_parsed
+from webapp.store.actions.saving import do_save_runs
 
 SYSTEM = "You are a careful agent. " * 40
 
@@ -74,7 +74,7 @@ def test_a_log_that_cannot_tell_its_scale_takes_the_captured_runs(alice, alice_c
         format="claude_code",
         model="claude-sonnet-4-5",
     )
-    (stored,) = save_parsed(
+    (stored,) = do_save_runs(
         ParsedFile("claude_code", (log,)), owner=alice, visibility=Visibility.PRIVATE
     )
     card = _card(alice_client, stored)

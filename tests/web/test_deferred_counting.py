@@ -47,13 +47,13 @@ def _upload(owner, data) -> ImportJob:
 def _imported_looking_first(owner, data, monkeypatch, look) -> ImportJob:
     """The import of `data`, `look(run)` called for each run once it is shown and
     before the estimators left count it."""
-    real = derivation.count_rest
+    real = derivation.do_count_rest
 
     def first(run, counted=lambda n: None):
         look(run)
         real(run, counted)
 
-    monkeypatch.setattr(derivation, "count_rest", first)
+    monkeypatch.setattr(derivation, "do_count_rest", first)
     return imports.run_import(_upload(owner, data).pk)
 
 
@@ -102,7 +102,7 @@ def test_a_worker_lost_while_counting_is_followed_by_counting_on_not_a_second_im
     alice, monkeypatch
 ):
     job = _upload(alice, NATIVE)
-    real = derivation.count_rest
+    real = derivation.do_count_rest
     calls = []
 
     def lose_the_lease_once(run, counted=lambda n: None):
@@ -111,7 +111,7 @@ def test_a_worker_lost_while_counting_is_followed_by_counting_on_not_a_second_im
             raise jobs.LeaseLost("the reaper gave it to another attempt")
         real(run, counted)
 
-    monkeypatch.setattr(derivation, "count_rest", lose_the_lease_once)
+    monkeypatch.setattr(derivation, "do_count_rest", lose_the_lease_once)
     first = imports.run_import(job.pk)
     assert first.status == ImportJob.Status.RUNNING and first.stage == "counting"
     shown = list(Run.objects.filter(upload=first.upload).values_list("pk", flat=True))
@@ -134,7 +134,9 @@ def test_an_import_failed_for_good_while_counting_keeps_its_runs_and_counts_on_f
 ):
     job = _upload(alice, MIXED)
     monkeypatch.setattr(
-        derivation, "count_rest", lambda run, counted=None: (_ for _ in ()).throw(jobs.LeaseLost())
+        derivation,
+        "do_count_rest",
+        lambda run, counted=None: (_ for _ in ()).throw(jobs.LeaseLost()),
     )
     imports.run_import(job.pk)
     expired = timezone.now() - timedelta(seconds=1)
@@ -149,7 +151,7 @@ def test_an_import_failed_for_good_while_counting_keeps_its_runs_and_counts_on_f
     assert "still being counted" not in page and "· o200k tokens ·" in page
     assert not RunSkeleton.objects.filter(run=run, estimator="o200k").exists()  # the view
     monkeypatch.undo()
-    derivation.derive_pending()  # and the periodic job stores it
+    derivation.do_derive_pending()  # and the periodic job stores it
     assert RunSkeleton.objects.filter(run=run, estimator="o200k").exists()
     status = alice_client.get(reverse("import-status", args=[job.public_id])).content.decode()
     assert "Not imported" not in status and run.public_id in status
@@ -248,7 +250,7 @@ def test_counts_that_fail_after_the_runs_were_shown_leave_them_browsable(
     def broken(run, counted=None):
         raise RuntimeError("tokenizer crashed")
 
-    monkeypatch.setattr(derivation, "count_rest", broken)
+    monkeypatch.setattr(derivation, "do_count_rest", broken)
     job = imports.run_import(_upload(alice, MIXED).pk)
     assert job.status == ImportJob.Status.DONE
     assert "counts are made later, in the background" in job.warnings[-1]
@@ -308,7 +310,7 @@ def test_a_view_of_a_run_still_counting_stores_nothing_and_shows_every_estimator
     assert sk.tokens == tuple(c["chars4"] for _, c in full)
     assert not RunSkeleton.objects.filter(run=run, estimator="chars4").exists()
     assert all("chars4" not in c for c in rows.values_list("counts", flat=True))
-    derivation.derive(run)  # the job stores both
+    derivation.do_derive(run)  # the job stores both
     assert [c["chars4"] for c in rows.values_list("counts", flat=True)] == list(sk.tokens)
     stored = RunSkeleton.objects.get(run=run, estimator="chars4")
     assert stored.revision == run.revision and from_dict(stored.data).tokens == sk.tokens

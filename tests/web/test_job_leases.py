@@ -171,8 +171,8 @@ def test_the_reaper_task_sends_lost_jobs_to_the_workers_again(alice, settings, m
 def test_a_run_still_being_imported_is_seen_by_no_page_search_or_api(alice, alice_client):
 
     parsed = parse_stream("log.json", BytesIO(json.dumps(NATIVE).encode()))
-    staged = saving.begin(parsed.runs[0], owner=alice, upload=None)
-    saving.fill(staged, parsed.runs[0])
+    staged = saving.do_stage_run(parsed.runs[0], owner=alice, upload=None)
+    saving.do_fill_run(staged, parsed.runs[0])
     assert not Run.objects.filter(pk=staged.pk).exists()
     assert Run.all_objects.filter(pk=staged.pk, ready=False).exists()
     assert alice_client.get(reverse("run", args=[staged.public_id])).status_code == 404
@@ -180,7 +180,7 @@ def test_a_run_still_being_imported_is_seen_by_no_page_search_or_api(alice, alic
     assert staged.public_id not in listing
     found = alice_client.get(reverse("runs"), {"q": "read the file"}).content.decode()
     assert staged.public_id not in found
-    saving.publish([staged], alice)
+    saving.do_publish_runs([staged], alice)
     assert alice_client.get(reverse("run", args=[staged.public_id])).status_code == 200
     message_rows.index_run(staged.pk)  # what the import job does once the run is shown
     found = alice_client.get(reverse("runs"), {"q": "read the file"}).content.decode()
@@ -211,7 +211,7 @@ def test_what_a_lost_attempt_left_unseen_is_dropped_once_the_job_fails_for_good(
     job = _job(alice)
     jobs.claim(ImportJob, job.pk)
     parsed = parse_stream("log.json", BytesIO(json.dumps(NATIVE).encode()))
-    saving.begin(parsed.runs[0], owner=alice, upload=job.upload)  # then the worker died
+    saving.do_stage_run(parsed.runs[0], owner=alice, upload=job.upload)  # then the worker died
     assert Run.all_objects.filter(upload=job.upload).count() == 1
     found = jobs.reap(queue_empty=False, now=_later(settings.JOB_LEASE_SECONDS + 1))
     assert found.failed == 1
@@ -235,20 +235,20 @@ def test_a_second_import_again_leaves_a_job_already_taken_alone(alice):
 def test_a_big_staged_run_is_deleted_a_batch_at_a_time(alice, monkeypatch):
     monkeypatch.setattr(saving, "STAGE_ROWS", 3)
     parsed = parse_stream("log.json", BytesIO(json.dumps(NATIVE).encode()))
-    staged = saving.begin(parsed.runs[0], owner=alice, upload=None)
-    saving.fill(staged, parsed.runs[0])
+    staged = saving.do_stage_run(parsed.runs[0], owner=alice, upload=None)
+    saving.do_fill_run(staged, parsed.runs[0])
     assert Message.objects.filter(run_id=staged.pk).count() == 4  # two batches
-    saving.drop([staged])
+    saving.do_drop_runs([staged])
     assert not Run.all_objects.filter(pk=staged.pk).exists()
     assert not Message.objects.filter(run_id=staged.pk).exists()
 
 
 def test_publishing_refuses_runs_that_were_deleted_meanwhile(alice):
     parsed = parse_stream("log.json", BytesIO(json.dumps(NATIVE).encode()))
-    staged = [saving.begin(r, owner=alice, upload=None) for r in parsed.runs]
-    saving.drop(staged[:1])
+    staged = [saving.do_stage_run(r, owner=alice, upload=None) for r in parsed.runs]
+    saving.do_drop_runs(staged[:1])
     with pytest.raises(RuntimeError, match="1 staged run"):
-        saving.publish(staged, alice)
+        saving.do_publish_runs(staged, alice)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -317,16 +317,16 @@ def test_the_upload_page_shows_how_far_a_running_import_is(alice, alice_client, 
 def test_a_staged_run_gets_every_estimators_skeleton_equal_to_one_built_from_the_store(alice):
 
     parsed = parse_stream("log.json", BytesIO(json.dumps(NATIVE).encode()))
-    staged = saving.begin(parsed.runs[0], owner=alice, upload=None)
-    saving.fill(staged, parsed.runs[0])
-    saving.publish([staged], alice)
+    staged = saving.do_stage_run(parsed.runs[0], owner=alice, upload=None)
+    saving.do_fill_run(staged, parsed.runs[0])
+    saving.do_publish_runs([staged], alice)
     # Shown with one skeleton and its counts; the other estimators' come after.
     first = {s.estimator for s in RunSkeleton.objects.filter(run=staged)}
     assert first == {SHOWN_FIRST} and set(staged.counting) == set(ESTIMATORS) - first
     assert set(SLOW) <= set(staged.counting)
     for counts in Message.objects.filter(run=staged).values_list("counts", flat=True):
         assert set(counts) == {SHOWN_FIRST}
-    derivation.count_rest(Run.objects.get(pk=staged.pk))
+    derivation.do_count_rest(Run.objects.get(pk=staged.pk))
     stored = {s.estimator: s.data for s in RunSkeleton.objects.filter(run=staged)}
     assert sorted(stored) == sorted(ESTIMATORS)
     assert Run.objects.get(pk=staged.pk).counting == []

@@ -10,7 +10,7 @@ import pytest
 from contextsim import model as core
 from contextsim.ingest.base import ParsedFile
 from webapp.models import Visibility
-from webapp.store.actions.saving import save_parsed
+from webapp.store.actions.saving import do_save_runs
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def tool_run(alice):
     messages.append(core.Message("assistant", (core.TextPart("done"),)))
     run = core.Run("tools", tuple(messages), model="claude-sonnet-4-6")
     parsed = ParsedFile("native", [run])
-    (saved,) = save_parsed(
+    (saved,) = do_save_runs(
         parsed, owner=alice, visibility=Visibility.PRIVATE, estimators=("chars4",)
     )
     return saved

@@ -16,7 +16,7 @@ from contextsim.counting.estimators import ESTIMATORS, count_message
 from contextsim.ingest.base import ParsedFile
 from webapp.models import Message
 from webapp.store.actions.rows import sqlite_json, storable
-from webapp.store.actions.saving import save_parsed
+from webapp.store.actions.saving import do_save_runs
 
 TEXT = st.text(alphabet=st.sampled_from(["a", "\x00", "\\", "u", "0", "é", "中"]), max_size=8)
 JSON = st.recursive(
@@ -76,7 +76,7 @@ def test_a_messages_parts_and_counts_read_back_as_written(alice):
         core.Message(role="user", parts=(core.TextPart(text),)),
         core.Message(role="assistant", parts=(core.TextPart("ok " * 40),)),
     )
-    (saved,) = save_parsed(
+    (saved,) = do_save_runs(
         ParsedFile("rows", [core.Run(title="rows", messages=messages)]),
         owner=alice,
         estimators=("chars4",),

@@ -21,7 +21,7 @@ from contextsim import model as core
 from webapp.access.services.sharing import create_link
 from webapp.access.services.tokens import create_token
 from webapp.models import CustomRates, EstimatorReport, Message, Run, RunSkeleton
-from webapp.store.actions.appends import append_messages, create_live_run
+from webapp.store.actions.appends import do_append_messages, do_create_live_run
 from webapp.store.cache import CACHE
 
 LAST_USED = re.compile(
@@ -81,8 +81,10 @@ def test_no_get_writes_a_row_of_the_web_apps_tables(fleet, alice, alice_client):
     # Nothing derived is stored: every view has to make what it shows.
     RunSkeleton.objects.all().delete()
     EstimatorReport.objects.all().delete()
-    live = create_live_run(alice, core.Run("live", (core.Message("user", (core.TextPart("go"),)),)))
-    live = append_messages(live, [core.Message("assistant", (core.TextPart("Привет " * 50),))])
+    live = do_create_live_run(
+        alice, core.Run("live", (core.Message("user", (core.TextPart("go"),)),))
+    )
+    live = do_append_messages(live, [core.Message("assistant", (core.TextPart("Привет " * 50),))])
     token = create_link(run, alice).token
     _, key = create_token(alice, "reads")
     CACHE.clear()

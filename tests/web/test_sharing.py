@@ -132,9 +132,9 @@ def test_a_run_shared_alone_shows_nothing_of_its_collection(alice, alice_client)
     from contextsim.ingest.base import ParsedFile
     from contextsim.systems.seed.demo import demo_runs
     from webapp.models import Visibility
-    from webapp.store.actions.saving import save_parsed
+    from webapp.store.actions.saving import do_save_runs
 
-    runs = save_parsed(
+    runs = do_save_runs(
         ParsedFile("demo", demo_runs("subagents", chapter_chars=2_000)[:3]),
         owner=alice,
         visibility=Visibility.PRIVATE,

@@ -87,7 +87,7 @@ def test_a_run_streamed_message_by_message_is_stored_and_counted(key, live, alic
     assert rows[1].estimates["o200k"] - rows[0].estimates["o200k"] > 300
     assert "o200k" not in Message.objects.get(run=run, index=2).counts
     # The job keeps them with the messages for every later reader.
-    derivation.derive(run)
+    derivation.do_derive(run)
     counted = Message.objects.get(run=run, index=2).counts
     assert counted["o200k"] == ESTIMATORS["o200k"].count("chapter 0 " * 300) + MESSAGE_OVERHEAD
     assert RunSkeleton.objects.filter(run=run, revision=run.revision).count() == len(ESTIMATORS)
@@ -288,7 +288,7 @@ def test_a_view_stores_no_skeleton_and_one_built_while_the_run_grows_is_not_the_
     # Extended from what was read (the builder kept), it is what a fresh build gives.
     CACHE.clear()
     assert derived.skeleton_of(run, "chars4") == fresh
-    derivation.derive(run)  # the job stores it, for the run's revision
+    derivation.do_derive(run)  # the job stores it, for the run's revision
     assert RunSkeleton.objects.get(run=run, estimator="chars4").revision == run.revision
 
 
@@ -498,14 +498,14 @@ def _post(url, key, body, idempotency):
 def test_a_skeleton_after_appends_is_extended_and_equals_one_built_afresh(alice):
     from contextsim.counting.estimators import ESTIMATORS
     from webapp.store import reads as derived
-    from webapp.store.actions.appends import append_messages, create_live_run
+    from webapp.store.actions.appends import do_append_messages, do_create_live_run
     from webapp.store.cache import CACHE
 
     def said(i: int) -> core.Message:
         role = "user" if i % 2 == 0 else "assistant"
         return core.Message(role, (core.TextPart(f"message {i} Привет"),))
 
-    run = create_live_run(alice, core.Run("live", tuple(said(i) for i in range(4))))
+    run = do_create_live_run(alice, core.Run("live", tuple(said(i) for i in range(4))))
     est = ESTIMATORS["o200k"]
     derived.skeleton_of(run, "o200k", est)  # built whole; its builder is kept
     fed = []
@@ -517,11 +517,11 @@ def test_a_skeleton_after_appends_is_extended_and_equals_one_built_afresh(alice)
         return out
 
     for i in range(4, 10):
-        run = append_messages(run, [said(i)])
+        run = do_append_messages(run, [said(i)])
         assert derived.skeleton_of(run, "o200k", est).size == i + 1
     derived._extended = spy
     try:
-        run = append_messages(run, [said(10), said(11)])
+        run = do_append_messages(run, [said(10), said(11)])
         extended = derived.skeleton_of(run, "o200k", est)
     finally:
         derived._extended = real
@@ -534,16 +534,16 @@ def test_a_skeleton_after_appends_is_extended_and_equals_one_built_afresh(alice)
 def test_a_tail_replaced_by_start_builds_the_skeleton_afresh(alice):
     from contextsim.counting.estimators import ESTIMATORS
     from webapp.store import reads as derived
-    from webapp.store.actions.appends import append_messages, create_live_run
+    from webapp.store.actions.appends import do_append_messages, do_create_live_run
 
     first = [
         core.Message("user", (core.TextPart("a"),)),
         core.Message("assistant", (core.TextPart("b"),)),
     ]
-    run = create_live_run(alice, core.Run("live", tuple(first)))
+    run = do_create_live_run(alice, core.Run("live", tuple(first)))
     est = ESTIMATORS["chars4"]
     derived.skeleton_of(run, "chars4", est)
-    run = append_messages(run, [core.Message("assistant", (core.TextPart("c" * 400),))], start=1)
+    run = do_append_messages(run, [core.Message("assistant", (core.TextPart("c" * 400),))], start=1)
     assert run.rewritten == run.revision
     sk = derived.skeleton_of(run, "chars4", est)
     assert sk.size == 2 and sk.tokens[1] == 4 + 100
@@ -564,7 +564,7 @@ def test_a_tail_replaced_by_start_builds_the_skeleton_afresh(alice):
 def test_figures_after_appends_and_replaced_tails_equal_those_read_from_every_message(alice, steps):
     from webapp.store.actions import appends as streaming
 
-    run = streaming.create_live_run(alice, core.Run("figures", ()))
+    run = streaming.do_create_live_run(alice, core.Run("figures", ()))
     for batch, start in steps:
         messages = [
             core.Message(
@@ -575,7 +575,7 @@ def test_figures_after_appends_and_replaced_tails_equal_those_read_from_every_me
             for answer, used in batch
         ]
         start = None if start is None else min(start, run.message_count)
-        run = streaming.append_messages(run, messages, start)
+        run = streaming.do_append_messages(run, messages, start)
         assert {
             "request_count": run.request_count,
             "requests_with_usage": run.requests_with_usage,

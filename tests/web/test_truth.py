@@ -14,7 +14,7 @@ from contextsim.ingest.base import ParsedFile
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart, Usage
 from webapp.models import Run as StoredRun
 from webapp.models import Visibility
-from webapp.store.actions.saving import save_parsed
+from webapp.store.actions.saving import do_save_runs
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +39,7 @@ def _run(title: str, measured: bool, model: str = MODEL) -> Run:
 def _save(owner, *runs: Run) -> list[StoredRun]:
     parsed = ParsedFile("native", runs)
     return list(
-        save_parsed(parsed, owner=owner, visibility=Visibility.PRIVATE, estimators=("chars4",))
+        do_save_runs(parsed, owner=owner, visibility=Visibility.PRIVATE, estimators=("chars4",))
     )
 
 
@@ -148,7 +148,7 @@ def test_the_inspector_shows_an_observation_the_agent_sent_shortened(alice_clien
     from tests.ingest.test_sent_requests import EXAMPLES, OLD, _trajectory
 
     parsed = EXAMPLES.parse(_trajectory())
-    (stored,) = save_parsed(parsed, owner=alice, visibility=Visibility.PRIVATE)
+    (stored,) = do_save_runs(parsed, owner=alice, visibility=Visibility.PRIVATE)
     url = reverse("step", args=[stored.public_id, 2])
     html = alice_client.get(url, {"estimator": "chars4"}).content.decode()
     assert OLD in html and "the message in full" in html

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 LOOPBACK_ADDRESSES = frozenset({"127.0.0.1", "::1"})
@@ -43,6 +43,6 @@ def local_mode_for(host: str, address: str, headers: Mapping[str, str]) -> bool:
     return settings.LOCAL_USER_EXPLICIT or plainly_local(host, address, headers)
 
 
-def local_user() -> AbstractBaseUser:
+def local_user() -> User:
     user, _ = get_user_model().objects.get_or_create(username=settings.LOCAL_USER)
     return user

@@ -4,6 +4,7 @@ found, the chart's figure and what the step inspector shows of one step."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from contextsim.analysis.problems import Problem, detect
@@ -93,24 +94,19 @@ def analyse(
         )
         if rec is not None and rec.source == "reference" and reference is not None:
             rec = replace(rec, source=f"scale of the captured run {reference[1][:80]!r}")
-    limits = {
-        "budget": state.budget,
-        "hard_limit": state.hard_limit,
-        "count": count,
-        "prices": prices,
-        "reconcile": rec,
-    }
+    limits = partial(
+        simulate,
+        budget=state.budget,
+        hard_limit=state.hard_limit,
+        count=count,
+        prices=prices,
+        reconcile=rec,
+    )
     try:
-        main = simulate(sk, POLICIES[state.policy], state.params, **limits)
-        other = (
-            simulate(sk, POLICIES[state.compare], state.compare_params, **limits)
-            if state.compare
-            else None
-        )
+        main = limits(sk, POLICIES[state.policy], state.params)
+        other = limits(sk, POLICIES[state.compare], state.compare_params) if state.compare else None
         baseline = (
-            simulate(sk, POLICIES[REPLAY], **limits)
-            if REPLAY not in (state.policy, state.compare)
-            else None
+            limits(sk, POLICIES[REPLAY]) if REPLAY not in (state.policy, state.compare) else None
         )
     except ValueError as exc:  # a policy that cannot work with these settings says why
         raise BadQuery(f"{state.policy}: {exc}") from None

@@ -5,6 +5,7 @@ shows is a function of (run, query string), so a copied URL reproduces the view.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -116,7 +117,7 @@ def _tokens(query: QueryDict, key: str, defaults: dict[str, Any]) -> int:
     return value
 
 
-def _choice(query: QueryDict, key: str, choices: dict[str, Any], blank: bool = False) -> str:
+def _choice(query: QueryDict, key: str, choices: Mapping[str, Any], blank: bool = False) -> str:
     value = query.get(key, "" if blank else str(DEFAULTS.get(key, "")))
     if blank and value == "":
         return ""
@@ -128,7 +129,7 @@ def _choice(query: QueryDict, key: str, choices: dict[str, Any], blank: bool = F
 def _params(policy: str, query: QueryDict) -> Any:
     params_type = POLICIES[policy].Params
     names = {f.name for f in param_fields(params_type)}
-    values = {k: query[k] for k in names if query.get(k, "") != ""}
+    values = {k: str(query[k]) for k in names if query.get(k, "") != ""}
     try:
         return make_params(params_type, values)
     except (ValueError, TypeError) as exc:
@@ -209,7 +210,7 @@ def form_values(query: QueryDict, defaults: dict[str, Any] | None = None) -> dic
     values = {k: str(v) for k, v in defaults.items()}
     values.update(compare="", reconcile="", overhead="", scale="", borrow="", x="")
     extra = ("compare", "reconcile", "overhead", "scale", "borrow", "x")
-    values.update({k: query[k] for k in (*DEFAULTS, *extra) if k in query})
+    values.update({k: str(query[k]) for k in (*DEFAULTS, *extra) if k in query})
     try:
         values["slider_max"] = str(max(int(values["hard_limit"]), int(values["budget"])))
     except ValueError:

@@ -57,7 +57,7 @@ def trace_rows(
     run's subagents by their task, to link the calls that started them."""
     sk = sim.skeleton
     steps = range(page * PAGE, min((page + 1) * PAGE, len(sim.records)))
-    responses = [sk.responses[k] for k in steps if sk.responses[k] is not None]
+    responses = [answer for k in steps if (answer := sk.responses[k]) is not None]
     parts = dict(Message.objects.filter(run=run, index__in=responses).values_list("index", "parts"))
     times = message_times(run, [*responses, *(r - 1 for r in responses if r)])
     by_step: dict[int, list[str]] = {}
@@ -66,7 +66,9 @@ def trace_rows(
     rows = []
     for k in steps:
         r = sim.records[k]
-        calls = [p for p in parts.get(sk.responses[k], []) if p.get("type") == "tool_call"]
+        answer = sk.responses[k]
+        shown = parts.get(answer, []) if answer is not None else []
+        calls = [p for p in shown if p.get("type") == "tool_call"]
         start = sk.ends[k - 1] if k else 0
         cleared, truncated, summarized, offloaded = sim.counts(k)
         rows.append(
@@ -98,7 +100,7 @@ def trace_rows(
 def message_times(run: Run, indexes: list[int]) -> dict[int, datetime]:
     """The logged time of each of these messages that has one."""
     rows = Message.objects.filter(run=run, index__in=indexes, timestamp__isnull=False)
-    return dict(rows.values_list("index", "timestamp"))
+    return {index: when for index, when in rows.values_list("index", "timestamp") if when}
 
 
 def request_time(times: dict[int, datetime], response: int | None) -> dict[str, Any]:

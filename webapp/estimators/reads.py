@@ -8,7 +8,7 @@ from itertools import accumulate
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 
 from contextsim.analysis.estimator_report import signed_error
 from contextsim.counting.estimators import ESTIMATORS, Estimator
@@ -18,7 +18,7 @@ from webapp.models import CustomRates, Message, Run
 from webapp.store.reads import skeleton_of
 
 
-def estimators_for(user: AbstractBaseUser | AnonymousUser) -> dict[str, Estimator]:
+def estimators_for(user: User | AnonymousUser) -> dict[str, Estimator]:
     """The registered estimators and the user's own fitted ones, by name."""
     found: dict[str, Estimator] = dict(ESTIMATORS)
     if user.is_authenticated:
@@ -27,7 +27,7 @@ def estimators_for(user: AbstractBaseUser | AnonymousUser) -> dict[str, Estimato
     return found
 
 
-def custom_rates(user: AbstractBaseUser | AnonymousUser) -> list[CustomRates]:
+def custom_rates(user: User | AnonymousUser) -> list[CustomRates]:
     if not user.is_authenticated:
         return []
     return list(CustomRates.objects.filter(owner=user).order_by("-created"))
@@ -136,7 +136,7 @@ def script_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def playground_limit(user: AbstractBaseUser | AnonymousUser) -> int:
+def playground_limit(user: User | AnonymousUser) -> int:
     """Characters the playground counts for this person (settings.MAX_PLAYGROUND_CHARS;
     a tenth of it for a visitor who is not signed in)."""
     most = int(settings.MAX_PLAYGROUND_CHARS)

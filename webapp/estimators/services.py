@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from contextsim.counting.estimators import ESTIMATORS, count_message
 from contextsim.counting.fitting import CustomEstimator, fit_rates, mean_abs_error
@@ -20,7 +20,7 @@ def _errors(run: CoreRun, estimator: object) -> float:
     return mean_abs_error([e for e, _ in measured], [m for _, m in measured])
 
 
-def fit_from_run(run: Run, owner: AbstractBaseUser | None) -> CustomRates:
+def fit_from_run(run: Run, owner: User | None) -> CustomRates:
     """Fit rates on `run`, save them for `owner` with every estimator's error before
     and the fitted one's after (mean absolute share of the measured usage). Raises
     ValueError when the run has too few measured requests."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -22,13 +22,14 @@ from webapp.estimators import reads as estimators
 from webapp.estimators import services as custom_estimators
 from webapp.estimators.charts import estimates_figure
 from webapp.estimators.reads import script_rows
+from webapp.http import HtmxHttpRequest, SignedInRequest
 from webapp.runs import reads as runs
 from webapp.store.reads import estimator_report
 
 HIGHLIGHT_CHARS = 20_000
 
 
-def _reference(request: HttpRequest) -> tuple[str, str]:
+def _reference(request: HtmxHttpRequest) -> tuple[str, str]:
     reference = request.GET.get("reference") or request.POST.get("reference") or "o200k"
     if reference not in REFERENCES:
         return "o200k", f"reference: unknown {reference!r}; expected o200k or cl100k"
@@ -36,7 +37,7 @@ def _reference(request: HttpRequest) -> tuple[str, str]:
 
 
 @require_GET
-def run_requests(request: HttpRequest, public_id: str) -> HttpResponse:
+def run_requests(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
     """Every request's estimated size by each estimator beside its measured usage."""
     run = runs.get_run(request.user, public_id, share_grants.held(request))
     rows = estimators.request_rows(run)
@@ -51,7 +52,7 @@ def run_requests(request: HttpRequest, public_id: str) -> HttpResponse:
 
 
 @require_GET
-def run_estimators(request: HttpRequest, public_id: str) -> HttpResponse:
+def run_estimators(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
     run = runs.get_run(request.user, public_id, share_grants.held(request))
     reference, error = _reference(request)
     try:
@@ -95,7 +96,7 @@ def run_estimators(request: HttpRequest, public_id: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def fit_custom(request: HttpRequest, public_id: str) -> HttpResponse:
+def fit_custom(request: SignedInRequest, public_id: str) -> HttpResponse:
     run = runs.get_run(request.user, public_id)
     try:
         custom_estimators.fit_from_run(run, request.user)
@@ -105,7 +106,7 @@ def fit_custom(request: HttpRequest, public_id: str) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def playground(request: HttpRequest) -> HttpResponse:
+def playground(request: HtmxHttpRequest) -> HttpResponse:
     reference, error = _reference(request)
     # A form sends a textarea's line breaks as CRLF (the HTML standard): count the text
     # as it was pasted, one character per line break. An uploaded file is counted as is.

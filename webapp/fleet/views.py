@@ -3,7 +3,7 @@ a session and its subagents), with totals, a chart and a row per run."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -13,13 +13,14 @@ from webapp.dashboard.views import push_canonical
 from webapp.estimators import reads as estimators
 from webapp.fleet.charts import fleet_figure
 from webapp.fleet.reads import analyse_fleet, frontier
+from webapp.http import HtmxHttpRequest
 from webapp.runs import reads as runs
 from webapp.runs import sessions
 from webapp.sweeps.frontier import frontier_figures
 
 
 @require_GET
-def collection(request: HttpRequest, public_id: str) -> HttpResponse:
+def collection(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
     found, members = runs.get_collection(request.user, public_id)
     choices = estimators.estimators_for(request.user)
     # The main run's model decides the defaults (its subagents run on its window).
@@ -60,7 +61,7 @@ def collection(request: HttpRequest, public_id: str) -> HttpResponse:
 
 
 @require_GET
-def collection_frontier(request: HttpRequest, public_id: str) -> HttpResponse:
+def collection_frontier(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
     """The collection's frontier under the query's settings, for htmx (loaded when
     scrolled to: it simulates every run at several budgets); the page's link asks the
     collection page for it (`frontier=1`)."""

@@ -228,7 +228,7 @@ def reap(*, queue_empty: bool, now: datetime | None = None) -> Reaped:
     now = now or timezone.now()
     imports, failed_imports = _reap(ImportJob, now, queue_empty)
     for upload in Upload.objects.filter(job__pk__in=failed_imports):
-        saving.drop_staged(upload)  # what the lost attempts left unseen
+        saving.do_drop_staged(upload)  # what the lost attempts left unseen
         _shown_anyway(upload)
     cells, failed_cells = _reap(SweepCell, now, queue_empty)
     if failed_cells:
@@ -244,7 +244,7 @@ def _shown_anyway(upload: Upload) -> None:
     if not Run.objects.filter(upload=upload).exists():
         return
     job = ImportJob.objects.get(upload=upload)
-    warnings = derivation.give_up(upload, job.error)
+    warnings = derivation.do_give_up(upload, job.error)
     ImportJob.objects.filter(pk=job.pk).update(
         status=ImportJob.Status.DONE, error="", warnings=warnings
     )

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.management.base import CommandError
 
 
-def command_owner(name: str) -> AbstractBaseUser:
+def command_owner(name: str) -> User:
     users = get_user_model().objects
     if not name:
         user, _ = users.get_or_create(username=settings.LOCAL_USER or "local")

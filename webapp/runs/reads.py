@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Q, QuerySet
 from django.http import Http404, QueryDict
 from django.utils import timezone
@@ -22,7 +22,7 @@ from webapp.models import (
 )
 
 
-def visible_runs(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Run]:
+def visible_runs(user: User | AnonymousUser) -> QuerySet[Run]:
     """Public runs and the user's own."""
     rule = Q(visibility=Visibility.PUBLIC)
     if user.is_authenticated:
@@ -31,7 +31,7 @@ def visible_runs(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Run]:
 
 
 def search_runs(
-    user: AbstractBaseUser | AnonymousUser, query: str = "", format: str = "", tag: str = ""
+    user: User | AnonymousUser, query: str = "", format: str = "", tag: str = ""
 ) -> QuerySet[Run]:
     """The runs this person may see whose title, model or session id (its own or its
     parent's) holds `query`, of `format`, and tagged `tag` by them."""
@@ -54,20 +54,18 @@ def search_runs(
     return runs.select_related("collection").prefetch_related("tags")
 
 
-def user_tags(user: AbstractBaseUser | AnonymousUser) -> list[str]:
+def user_tags(user: User | AnonymousUser) -> list[str]:
     """The tags this person has given runs, by name."""
     if not user.is_authenticated:
         return []
     return list(Tag.objects.filter(owner_id=user.pk).values_list("name", flat=True))
 
 
-def run_formats(user: AbstractBaseUser | AnonymousUser) -> list[str]:
+def run_formats(user: User | AnonymousUser) -> list[str]:
     return sorted(set(visible_runs(user).values_list("format", flat=True)))
 
 
-def get_run(
-    user: AbstractBaseUser | AnonymousUser, public_id: str, shares: Sequence[str] = ()
-) -> Run:
+def get_run(user: User | AnonymousUser, public_id: str, shares: Sequence[str] = ()) -> Run:
     """The run, if the user may see it (public, their own, or shared with them by one of
     the share tokens they hold that is not revoked); else 404 (never 403: ids of
     private runs stay secret)."""
@@ -101,7 +99,7 @@ def counting_done(run: Run) -> int | None:
     return min(100, 100 * job.messages_written // job.messages_total)
 
 
-def siblings(user: AbstractBaseUser | AnonymousUser, run: Run) -> list[Run]:
+def siblings(user: User | AnonymousUser, run: Run) -> list[Run]:
     """The runs of `run`'s collection this user may see, main run first; empty when it
     is the only one (a run shared alone shows nothing of its collection)."""
     if run.collection is None:
@@ -112,7 +110,7 @@ def siblings(user: AbstractBaseUser | AnonymousUser, run: Run) -> list[Run]:
     return found if len(found) > 1 else []
 
 
-def get_owned_run(user: AbstractBaseUser | AnonymousUser, public_id: str) -> Run:
+def get_owned_run(user: User | AnonymousUser, public_id: str) -> Run:
     """The run if the user owns it (to share it); else 404."""
     run = Run.objects.filter(public_id=public_id, owner_id=user.pk).first()
     if run is None or not user.is_authenticated:
@@ -120,9 +118,7 @@ def get_owned_run(user: AbstractBaseUser | AnonymousUser, public_id: str) -> Run
     return run
 
 
-def get_collection(
-    user: AbstractBaseUser | AnonymousUser, public_id: str
-) -> tuple[Collection, list[Run]]:
+def get_collection(user: User | AnonymousUser, public_id: str) -> tuple[Collection, list[Run]]:
     """A collection the user may see and its runs that they may see (main run first);
     else 404."""
     rule = Q(visibility=Visibility.PUBLIC)
@@ -139,7 +135,7 @@ def get_collection(
     return collection, runs
 
 
-def get_job(user: AbstractBaseUser | AnonymousUser, public_id: str) -> ImportJob:
+def get_job(user: User | AnonymousUser, public_id: str) -> ImportJob:
     job = ImportJob.objects.select_related("upload").filter(public_id=public_id).first()
     if job is None or (job.upload.owner_id is not None and job.upload.owner_id != user.pk):
         raise Http404("no such import")
@@ -176,7 +172,7 @@ def run_groups(runs: list[Run]) -> list[tuple[str, list[Run]]]:
     return [*groups.values(), *([loose] if loose else [])]
 
 
-def lenders(user: AbstractBaseUser | AnonymousUser, run: Run) -> list[Run]:
+def lenders(user: User | AnonymousUser, run: Run) -> list[Run]:
     """Runs of the same model the user may see whose usage was measured (at most 30,
     newest first): a run without usage can borrow their reconciliation."""
     if not run.model:

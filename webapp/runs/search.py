@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection
 from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
@@ -40,7 +40,7 @@ def _words(query: str) -> list[str]:
     return [w for w in re.findall(r"\w+", query.lower()) if w][:8]
 
 
-def search_messages(user: AbstractBaseUser | AnonymousUser, query: str) -> list[MessageHit]:
+def search_messages(user: User | AnonymousUser, query: str) -> list[MessageHit]:
     """Messages of runs this person may see whose text holds every word of `query`,
     newest runs first, at most MAX_HITS."""
     words = _words(query)
@@ -67,7 +67,7 @@ def search_messages(user: AbstractBaseUser | AnonymousUser, query: str) -> list[
     return [MessageHit(m.run, m.index, m.step, _snippet(m, words)) for m in found]
 
 
-def unindexed_runs(user: AbstractBaseUser | AnonymousUser) -> list[Run]:
+def unindexed_runs(user: User | AnonymousUser) -> list[Run]:
     """Runs this person may see whose message text is not indexed yet (an import just
     shown, webapp.ingest.uploads.services, or one that stopped before its text was indexed,
     left to imports.index_left): search finds none of their messages until it is.
@@ -79,7 +79,7 @@ def unindexed_runs(user: AbstractBaseUser | AnonymousUser) -> list[Run]:
 
 def _matching_ids(words: list[str], owner: int | None) -> list[int]:
     visible = "r.ready AND (r.visibility = %s OR r.owner_id = %s)"
-    params: list[object] = [Visibility.PUBLIC, owner if owner is not None else -1]
+    params: list[str | int] = [Visibility.PUBLIC, owner if owner is not None else -1]
     if connection.vendor == "postgresql":
         sql = (
             "SELECT m.id FROM webapp_message m JOIN webapp_run r ON r.id = m.run_id "

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Q
 
 from webapp.models import Message, Run
@@ -55,7 +55,7 @@ def _first_task(run: Run) -> str:
     ).strip()
 
 
-def subagent_prompts(user: AbstractBaseUser | AnonymousUser, run: Run) -> dict[str, Run]:
+def subagent_prompts(user: User | AnonymousUser, run: Run) -> dict[str, Run]:
     """The run's subagents this person may see, by the task each was given."""
     if run.collection_id is None or not run.session_id:
         return {}
@@ -70,7 +70,7 @@ def spawned(parts: list[dict[str, Any]], prompts: dict[str, Run]) -> list[Run]:
     return [prompts[t] for p in parts if (t := _prompt(p)) and t in prompts]
 
 
-def started_by(user: AbstractBaseUser | AnonymousUser, run: Run) -> StartedBy | None:
+def started_by(user: User | AnonymousUser, run: Run) -> StartedBy | None:
     """For a subagent: its session's run and the step whose call started it, if the
     person may see them and the call is in the log."""
     if not run.subagent or run.collection_id is None or not run.parent_session_id:
@@ -95,7 +95,7 @@ def started_by(user: AbstractBaseUser | AnonymousUser, run: Run) -> StartedBy | 
 
 
 def spawned_by_message(
-    user: AbstractBaseUser | AnonymousUser, run: Run, items: list[Any], response: int | None
+    user: User | AnonymousUser, run: Run, items: list[Any], response: int | None
 ) -> dict[int, list[Run]]:
     """For the inspector's page of `items` and the step's `response` (a message index):
     the subagents each shown message's calls started, by message index."""
@@ -120,7 +120,7 @@ class TreeNode:
     started: StartedBy | None
 
 
-def session_tree(user: AbstractBaseUser | AnonymousUser, members: list[Run]) -> list[TreeNode]:
+def session_tree(user: User | AnonymousUser, members: list[Run]) -> list[TreeNode]:
     """The collection's runs as a tree, depth first: each session's run, then the runs
     it started (by parent session id), in the order they were stored."""
     children: dict[str, list[Run]] = {}

@@ -4,19 +4,20 @@ managing a run (rename, notes, tags, delete)."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from webapp.http import HtmxHttpRequest
 from webapp.runs import reads as runs
 from webapp.runs import search
 from webapp.runs import services as run_edits
 
 
 @require_GET
-def runs_list(request: HttpRequest) -> HttpResponse:
+def runs_list(request: HtmxHttpRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()
     fmt = request.GET.get("format", "").strip()
     tag = request.GET.get("tag", "").strip().lower()
@@ -38,7 +39,7 @@ def runs_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def edit_run(request: HttpRequest, public_id: str) -> HttpResponse:
+def edit_run(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
     """Rename a run, set its notes and tags (its owner only)."""
     run = runs.get_owned_run(request.user, public_id)
     post = request.POST
@@ -52,7 +53,7 @@ def edit_run(request: HttpRequest, public_id: str) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def delete_run(request: HttpRequest, public_id: str) -> HttpResponse:
+def delete_run(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
     """GET: what deleting the run removes, and a button to confirm; POST: delete it
     (its owner only)."""
     run = runs.get_owned_run(request.user, public_id)

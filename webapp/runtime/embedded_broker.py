@@ -31,8 +31,8 @@ PARTIAL = ".part"
 """Suffix of a message file still being written (the poll matches `<queue>.msg`)."""
 
 
-class Channel(filesystem.Channel):  # type: ignore[misc]
-    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
+class Channel(filesystem.Channel):
+    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
         # Named by the time to the nanosecond, fixed width: taken in the order sent
         # (kombu's millisecond names put messages of one millisecond in random order).
         name = f"{monotonic_ns():020d}_{uuid.uuid4()}.{queue}.msg"
@@ -45,7 +45,7 @@ class Channel(filesystem.Channel):  # type: ignore[misc]
         except OSError as exc:
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc
 
-    def _get(self, queue: str) -> Any:
+    def _get(self, queue: str) -> Any:  # type: ignore[override]
         wanted = f"{queue}.msg"
         for name in sorted(os.listdir(self.data_folder_in)):
             if name.partition(".")[2] != wanted:
@@ -69,5 +69,5 @@ class Channel(filesystem.Channel):  # type: ignore[misc]
         raise Empty()
 
 
-class Transport(filesystem.Transport):  # type: ignore[misc]
+class Transport(filesystem.Transport):
     Channel = Channel

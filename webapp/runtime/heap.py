@@ -9,17 +9,19 @@ started, it is moved out of the collector's way (gc.freeze): objects are still f
 when no longer referenced; only cycles among them would be kept, and start-up leaves
 none that matter (it is collected first).
 
-The collector's thresholds are raised too (THRESHOLDS). With CPython's defaults
-(700, 10, 10) a receiver following 2,000 conversations (~95 tracked objects each) ran
-a young collection every few hundred spans and a full one every thousand: 1.1-1.5 s of
-a 6 s batch of 10,000 spans (bench `otlp`). Raised, the same batch collects a dozen
-times in 0.2-0.4 s; garbage in cycles waits for up to 50,000 more allocations, a few
-megabytes at most, before it is freed.
+The web process (webapp.asgi, webapp.wsgi) only settles: it keeps CPython's collector
+thresholds. Not settled, the OTLP receiver took 928-1,389 spans/s; settled, 2,613-2,681
+(bench `otlp`, target 2,000). Raising its thresholds as well gave 3,106-3,131, but left
+a page's context (kept alive by Django's RequestContext/ContextDict cycle) for rare
+collections: a followed live run's dashboard then needed a template backend of its own
+to let each page go; without either, a view at 20,000 messages spends 16 ms in the
+collector on average (bench `live`), which no target needs.
 
-Celery workers settle too, before their pool starts; `manage.py import_run`, a one-shot
-command, only raises the thresholds. An import holds a whole run's parsed messages
-while it writes them: with the defaults a 200 MB Claude Code session's import spent
-3.0-3.9 s of its 30-38 s in the collector, 0.3 s with the thresholds raised.
+Workers and `manage.py import_run` raise the thresholds (THRESHOLDS, `collect_seldom`):
+an import holds a whole run's parsed messages while it writes them, and with the
+defaults a 200 MB Claude Code session's import spent 3.0-3.9 s of its 30-38 s in the
+collector, 0.3 s with the thresholds raised (bench `imports`, >= 25 MB/s). Garbage in
+cycles then waits for up to 50,000 more allocations, a few megabytes at most.
 """
 
 from __future__ import annotations
@@ -27,15 +29,13 @@ from __future__ import annotations
 import gc
 
 THRESHOLDS = (50_000, 20, 20)
-"""gc.set_threshold's (young, middle, old) for a serving or working process."""
+"""gc.set_threshold's (young, middle, old) for a working process."""
 
 
 def settle() -> None:
-    """Collect what start-up left, freeze the rest out of later collections and raise
-    the collector's thresholds (collect_seldom)."""
+    """Collect what start-up left and freeze the rest out of later collections."""
     gc.collect()
     gc.freeze()
-    collect_seldom()
 
 
 def collect_seldom() -> None:

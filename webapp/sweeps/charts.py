@@ -38,7 +38,7 @@ def sweep_figures(
             series.setdefault(config.policy, []).append((config.budget, total))
     budgets = [c.budget for c in configs]
     log = bool(budgets) and max(budgets) > 4 * min(budgets)
-    figures = {}
+    figures: dict[str, dict[str, Any]] = {}
     for key, (title, unit) in METRICS.items():
         traces = [
             _line(policy, points, key, POLICY_COLOURS[i % len(POLICY_COLOURS)])

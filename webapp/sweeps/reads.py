@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404
@@ -19,14 +19,14 @@ from webapp.dashboard.state import config_query
 from webapp.models import Run, Sweep, SweepCell
 
 
-def visible_sweeps(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Sweep]:
+def visible_sweeps(user: User | AnonymousUser) -> QuerySet[Sweep]:
     """The user's own sweeps (sweeps are private)."""
     if not user.is_authenticated:
         return Sweep.objects.none()
     return Sweep.objects.filter(owner=user)
 
 
-def get_sweep(user: AbstractBaseUser | AnonymousUser, public_id: str) -> Sweep:
+def get_sweep(user: User | AnonymousUser, public_id: str) -> Sweep:
     sweep = visible_sweeps(user).filter(public_id=public_id).first()
     if sweep is None:
         raise Http404("no such sweep")
@@ -106,7 +106,7 @@ def _count(rows: QuerySet[Any]) -> Coalesce:
     return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
-def sweep_list(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Sweep]:
+def sweep_list(user: User | AnonymousUser) -> QuerySet[Sweep]:
     """The user's sweeps, newest first, with their cell counts (`done`, `failed`,
     `total`) and run count (`run_count`)."""
     status = SweepCell.Status

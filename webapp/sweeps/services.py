@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 @transaction.atomic
 def create_sweep(
-    owner: AbstractBaseUser,
+    owner: User,
     runs: Sequence[Run],
     configs: Sequence[Config],
     *,

@@ -5,13 +5,14 @@ the work is in webapp.sweeps.services and webapp.sweeps.reads."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRefresh
 
 from webapp import tasks
 from webapp.estimators import reads as estimators
+from webapp.http import SignedInRequest
 from webapp.runs import reads as runs
 from webapp.sweeps import reads as sweep_selectors
 from webapp.sweeps import services as sweeps
@@ -22,7 +23,7 @@ from webapp.sweeps.frontier import frontier_figures
 
 @login_required
 @require_GET
-def sweeps_list(request: HttpRequest) -> HttpResponse:
+def sweeps_list(request: SignedInRequest) -> HttpResponse:
     return render(
         request, "sweeps/list.html", {"sweeps": sweep_selectors.sweep_list(request.user)[:200]}
     )
@@ -30,7 +31,7 @@ def sweeps_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def new_sweep(request: HttpRequest) -> HttpResponse:
+def new_sweep(request: SignedInRequest) -> HttpResponse:
     found = list(runs.search_runs(request.user).order_by("collection_id", "subagent", "id"))
     names = list(estimators.estimators_for(request.user))
     choices = [(r.public_id, r.title) for r in found]
@@ -41,7 +42,7 @@ def new_sweep(request: HttpRequest) -> HttpResponse:
             chosen = [r for r in found if r.public_id in set(data["runs"])]
             try:
                 sweep = sweeps.create_sweep(
-                    request.user,  # type: ignore[arg-type]
+                    request.user,
                     chosen,
                     data["configs"],
                     estimator=data["estimator"],
@@ -64,7 +65,7 @@ def new_sweep(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def sweep_detail(request: HttpRequest, public_id: str) -> HttpResponse:
+def sweep_detail(request: SignedInRequest, public_id: str) -> HttpResponse:
     """While cells are open the page polls a small progress line; once they are all
     done that poll reloads the page, which then shows the charts and tables."""
     sweep = sweep_selectors.get_sweep(request.user, public_id)
@@ -74,14 +75,11 @@ def sweep_detail(request: HttpRequest, public_id: str) -> HttpResponse:
             request, "sweeps/detail.html#progress", {"sweep": sweep, "progress": progress}
         )
         return HttpResponseClientRefresh() if progress.finished else response
-    context: dict[str, object] = {
-        "sweep": sweep,
-        "progress": progress,
-        "run_count": sweep.runs.count(),
-    }
+    run_count = sweep.runs.count()
+    context: dict[str, object] = {"sweep": sweep, "progress": progress, "run_count": run_count}
     if progress.finished:
         view = sweep_selectors.sweep_view(sweep)
         figures = sweep_figures(view.configs, view.totals, sweep.hard_limit)
-        frontiers = frontier_figures(view.configs, view.totals, context["run_count"])
+        frontiers = frontier_figures(view.configs, view.totals, run_count)
         context.update({"view": view, "figures": figures, "frontiers": frontiers})
     return render(request, "sweeps/detail.html", context)

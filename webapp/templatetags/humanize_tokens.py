@@ -15,8 +15,8 @@ register = template.Library()
 
 
 @register.filter
-def tokens(value: int | None) -> str:
-    """12345 -> '12,345'; None -> an en dash."""
+def tokens(value: int | str | None) -> str:
+    """12345 -> '12,345'; None (or "", a template's missing value) -> an en dash."""
     if value is None or value == "":
         return "\u2013"
     return f"{int(value):,}"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from webapp.models import Run, ShareLink
 
 
-def create_link(run: Run, user: AbstractBaseUser) -> ShareLink:
+def create_link(run: Run, user: User) -> ShareLink:
     return ShareLink.objects.create(run=run, created_by=user)
 
 

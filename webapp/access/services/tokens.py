@@ -9,7 +9,7 @@ import secrets
 from collections.abc import Mapping
 from datetime import timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from webapp.access.callers import local_mode_for, local_user
@@ -22,7 +22,7 @@ def _digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def create_token(owner: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
+def create_token(owner: User, name: str) -> tuple[ApiToken, str]:
     """A new token and its key (shown to the person once, never stored)."""
     key = PREFIX + secrets.token_urlsafe(30)
     token = ApiToken.objects.create(
@@ -36,7 +36,7 @@ def revoke_token(token: ApiToken) -> None:
         ApiToken.objects.filter(pk=token.pk).update(revoked=timezone.now())
 
 
-def owner_of(key: str) -> AbstractBaseUser | None:
+def owner_of(key: str) -> User | None:
     """The owner of an active key of an active user, or None; records when the key was
     last used (to the minute: LAST_USED_EVERY): every streamed append asks."""
     found = (
@@ -59,9 +59,7 @@ LAST_USED_EVERY = timedelta(minutes=1)
 minute)."""
 
 
-def caller(
-    key: str, host: str, address: str, headers: Mapping[str, str]
-) -> AbstractBaseUser | None:
+def caller(key: str, host: str, address: str, headers: Mapping[str, str]) -> User | None:
     """The owner of `key` (an active key of an active user) when one is given, else the
     local user in local mode, else None. A key given and not valid is None even in local
     mode: a wrong key is a mistake to report, not a reason to write as someone else."""

@@ -15,16 +15,17 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from webapp.access import grants as share_grants
 from webapp.access.reads import active_share
 from webapp.access.services import sharing
+from webapp.http import SignedInRequest
 from webapp.runs import reads as runs
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def share_page(request: HttpRequest, public_id: str) -> HttpResponse:
+def share_page(request: SignedInRequest, public_id: str) -> HttpResponse:
     run = runs.get_owned_run(request.user, public_id)
     target = _target(run.public_id, request.GET.get("next", ""))
     if request.method == "POST":
-        sharing.create_link(run, request.user)  # type: ignore[arg-type]
+        sharing.create_link(run, request.user)
         query = f"?{urlencode({'next': target})}" if target else ""
         return redirect(reverse("share", args=[run.public_id]) + query)
     links = [
@@ -37,7 +38,7 @@ def share_page(request: HttpRequest, public_id: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def revoke_share(request: HttpRequest, public_id: str, token: str) -> HttpResponse:
+def revoke_share(request: SignedInRequest, public_id: str, token: str) -> HttpResponse:
     run = runs.get_owned_run(request.user, public_id)
     link = run.shares.filter(token=token).first()
     if link is None:

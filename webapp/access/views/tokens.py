@@ -4,20 +4,21 @@ revoke tokens; list the share links of the person's runs, with a way to each run
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from webapp.access.services import tokens as api_tokens
+from webapp.http import SignedInRequest
 from webapp.models import ApiToken, ShareLink
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def tokens(request: HttpRequest) -> HttpResponse:
+def tokens(request: SignedInRequest) -> HttpResponse:
     new_key = ""
     if request.method == "POST":
-        _, new_key = api_tokens.create_token(request.user, request.POST.get("name", ""))  # type: ignore[arg-type]
+        _, new_key = api_tokens.create_token(request.user, request.POST.get("name", ""))
     context = {
         "tokens": ApiToken.objects.filter(owner=request.user),
         "shares": ShareLink.objects.filter(run__owner=request.user, revoked__isnull=True)
@@ -31,7 +32,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:
+def revoke_token(request: SignedInRequest, pk: int) -> HttpResponse:
     token = ApiToken.objects.filter(pk=pk, owner=request.user).first()
     if token is None:
         raise Http404("no such token")

@@ -10,6 +10,7 @@ click still opens that step.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from typing import Any
 
 from contextsim.analysis.problems import Problem
@@ -116,10 +117,10 @@ def composition_figure(
         # One request draws no line and no area: show its values as points, centred.
         for trace in traces:
             trace["mode"] = "markers"
-            colour = (
+            point = (
                 trace.get("fillcolor") or trace["line"].get("color") if "line" in trace else None
             )
-            trace.setdefault("marker", {"size": 10, "color": colour})
+            trace.setdefault("marker", {"size": 10, "color": point})
         layout["xaxis"]["range"] = [-0.5, 0.5]
     if len(sim.records) <= 10:
         layout["xaxis"]["dtick"] = 1  # whole steps, not 0.2, 0.4, ...
@@ -140,7 +141,9 @@ def _area(name: str, x: list[int], y: list[int], colour: str) -> dict[str, Any]:
     }
 
 
-def line(name: str, x: list[int], y: list[int | None], colour: str, dash: str) -> dict[str, Any]:
+def line(
+    name: str, x: list[int], y: Sequence[int | None], colour: str, dash: str
+) -> dict[str, Any]:
     return {
         "type": "scatter",
         "mode": "lines",

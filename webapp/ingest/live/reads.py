@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
 
@@ -40,7 +40,7 @@ class RunsPage:
     """Whether older runs follow the last one (ask again with it as `before`)."""
 
 
-def runs_page(user: AbstractBaseUser, limit: int, format: str = "", before: str = "") -> RunsPage:
+def runs_page(user: User, limit: int, format: str = "", before: str = "") -> RunsPage:
     """At most `limit` runs `user` may see (their own and the public ones, as on the
     runs page), newest first, of `format` if given, older than the run `before` (a
     public id) if given. Keyset pagination: a page costs the same however deep it is,
@@ -75,7 +75,7 @@ class RequestFigures:
     """Tokens of every other message sent (overheads included, as every count is)."""
 
 
-def own_run(owner: AbstractBaseUser, public_id: str) -> Run | None:
+def own_run(owner: User, public_id: str) -> Run | None:
     """`owner`'s run `public_id` (only its id read, as an append needs), or None."""
     return Run.objects.only("id").filter(public_id=public_id, owner=owner).first()
 

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
@@ -41,7 +41,7 @@ class ApiError(Exception):
         self.status = status
 
 
-def _owner(request: HttpRequest) -> AbstractBaseUser:
+def _owner(request: HttpRequest) -> User:
     """The caller (webapp.access.callers.caller): the owner of the Bearer key, or, with no
     `Authorization` header, the local user in local mode. A header that is not a valid
     key is refused (401) even in local mode. After RATE_BAD_API_KEYS bad or missing keys
@@ -63,7 +63,7 @@ def _owner(request: HttpRequest) -> AbstractBaseUser:
     return owner
 
 
-def _run_of(owner: AbstractBaseUser, public_id: str) -> Run:
+def _run_of(owner: User, public_id: str) -> Run:
     """The caller's run `public_id` (only its id read: the append reads the rest under
     its lock), or 404."""
     run = reads.own_run(owner, public_id)
@@ -174,7 +174,7 @@ def create_runs(request: HttpRequest) -> HttpResponse:
     def work() -> tuple[int, dict[str, Any]]:
         owner = _owner(request)
         parsed = parse_stream(BODY, io.BytesIO(request.body), request.GET.get("format") or None)
-        runs = streaming.create_live_runs(owner, parsed.runs)
+        runs = streaming.do_create_live_runs(owner, parsed.runs)
         return 201, {"runs": [_figures(request, r) for r in runs], "warnings": parsed.warnings}
 
     return _answer(request, work)
@@ -205,7 +205,7 @@ def append(request: HttpRequest, public_id: str) -> HttpResponse:
             parse_message(BODY, f"$.messages[{i}]", m) for i, m in enumerate(data["messages"])
         ]
         try:
-            body = streaming.append_once(
+            body = streaming.do_append(
                 run, messages, start, key, lambda r: _figures(request, r), seen
             )
         except streaming.StaleAppend as exc:

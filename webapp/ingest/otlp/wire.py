@@ -244,19 +244,20 @@ def success(kind: str, rejected: tuple[str, ...], logs: bool = False) -> bytes:
     """An ExportTraceServiceResponse (with `logs`, an ExportLogsServiceResponse):
     partial_success names the rejected spans or log records and why (left unset when
     none was, as the specification asks)."""
-    response = (
-        logs_service_pb2.ExportLogsServiceResponse()
-        if logs
-        else trace_service_pb2.ExportTraceServiceResponse()
-    )
+    said = ""
     if rejected:
-        shown = "; ".join(rejected[:SHOWN_REASONS])
         more = len(rejected) - SHOWN_REASONS
-        if logs:
-            response.partial_success.rejected_log_records = len(rejected)
-        else:
-            response.partial_success.rejected_spans = len(rejected)
-        response.partial_success.error_message = shown + (f"; and {more} more" if more > 0 else "")
+        said = "; ".join(rejected[:SHOWN_REASONS]) + (f"; and {more} more" if more > 0 else "")
+    if logs:
+        answer = logs_service_pb2.ExportLogsServiceResponse()
+        if rejected:
+            answer.partial_success.rejected_log_records = len(rejected)
+            answer.partial_success.error_message = said
+        return _encoded(kind, answer)
+    response = trace_service_pb2.ExportTraceServiceResponse()
+    if rejected:
+        response.partial_success.rejected_spans = len(rejected)
+        response.partial_success.error_message = said
     return _encoded(kind, response)
 
 
@@ -269,4 +270,5 @@ def _encoded(kind: str, message: Any) -> bytes:
     if media_type(kind) == PROTOBUF:
         data: bytes = message.SerializeToString()
         return data
-    return json_format.MessageToJson(message, indent=None).encode()
+    text: str = json_format.MessageToJson(message, indent=None)
+    return text.encode()

@@ -20,25 +20,37 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 
 from contextsim import model as core
 from contextsim.ingest.base import FormatError
 from contextsim.ingest.captures import FORMAT, Conversation, Placement, choose, conversation
-from contextsim.ingest.exchanges import Dialect, title_of
+from contextsim.ingest.exchanges import title_of
 from contextsim.systems.anthropic_api.format import AnthropicImporter
 from contextsim.systems.openai_api.format import OpenAIImporter
 from contextsim.systems.openai_api.responses import ResponsesDialect
 from webapp.models import CapturedCall, Run
-from webapp.store.actions.appends import append_messages, create_live_run
-from webapp.store.actions.sessions import join_sessions
+from webapp.store.actions.appends import do_append_messages, do_create_live_run
+from webapp.store.actions.sessions import do_join_sessions
 from webapp.store.reads import stored_run
 
-DIALECTS: dict[str, Dialect] = {
+
+class Reader(Protocol):
+    """How a captured call's request and response bodies are read (exchanges.Dialect's
+    request and response)."""
+
+    name: str
+
+    def request(self, path: str, where: str, data: Any) -> tuple[tuple[core.Message, ...], str]: ...
+
+    def response(self, path: str, where: str, data: Any) -> tuple[core.Message | None, str]: ...
+
+
+DIALECTS: dict[str, Reader] = {
     "anthropic/messages": AnthropicImporter(),
     "openai/chat.completions": OpenAIImporter(),
     "openai/responses": ResponsesDialect(),
@@ -75,7 +87,7 @@ class Capture:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-def record(owner: AbstractBaseUser, capture: Capture) -> CapturedCall:
+def record(owner: User, capture: Capture) -> CapturedCall:
     """Write `capture` as a request of the owner's run for its conversation; a call
     whose body cannot be read is kept (with why) without a run."""
     call = CapturedCall(
@@ -125,7 +137,7 @@ def _read(capture: Capture) -> tuple[tuple[core.Message, ...], core.Message | No
 
 
 def _place(
-    owner: AbstractBaseUser,
+    owner: User,
     capture: Capture,
     request: tuple[core.Message, ...],
     response: core.Message | None,
@@ -170,7 +182,7 @@ def _remember(run: Run, conv: Conversation) -> None:
 
 
 def _new_run(
-    owner: AbstractBaseUser,
+    owner: User,
     capture: Capture,
     request: tuple[core.Message, ...],
     reply: tuple[core.Message, ...],
@@ -191,9 +203,9 @@ def _new_run(
         subagent=bool(session) and not first,
     )
     count = Run.objects.filter(owner=owner, stream_key__startswith=_key(session)).count()
-    run = create_live_run(owner, facts, f"{_key(session)}{count + 1}")
+    run = do_create_live_run(owner, facts, f"{_key(session)}{count + 1}")
     if session:
-        join_sessions(owner, [run])
+        do_join_sessions(owner, [run])
     return run
 
 
@@ -218,7 +230,7 @@ def _continue(
         added, start, keys = (*new, *reply), end, conv.keys
     if not added:
         return run, conv
-    run = append_messages(run, added, start)
+    run = do_append_messages(run, added, start)
     more = conversation(added)
     boundary = end if placed.kind == "compaction" else conv.boundary
     last = more.last_text if reply else ""

@@ -337,7 +337,7 @@ def _decoded(raw: bytes, encoding: str) -> str:
 
             raw = brotli.decompress(raw)
         elif encoding == "zstd":
-            import zstandard  # type: ignore[import-not-found]
+            import zstandard
 
             raw = zstandard.ZstdDecompressor().decompressobj().decompress(raw)
     except Exception as exc:  # a body we cannot read is recorded as unread, never fatal

@@ -19,7 +19,7 @@ class MultipleFileInput(forms.ClearableFileInput):
 class MultipleFileField(forms.FileField):
     widget = MultipleFileInput
 
-    def clean(self, data: Any, initial: Any = None) -> list[UploadedFile]:
+    def clean(self, data: Any, initial: Any = None) -> list[UploadedFile[bytes]]:
         single = super().clean
         items = data if isinstance(data, list | tuple) else [data]
         return [single(item, initial) for item in items if item] or [single(None, initial)]
@@ -30,11 +30,13 @@ def format_choices() -> list[tuple[str, str]]:
 
 
 class UploadForm(forms.Form):
-    files = MultipleFileField(label="Log files")
+    # Named as the page posts it: Django's form metaclass moves a declared field into
+    # base_fields, so it does not stand for BaseForm.files (the uploads).
+    files = MultipleFileField(label="Log files")  # type: ignore[assignment]
     format = forms.ChoiceField(choices=format_choices, required=False, label="Format")
 
-    def clean_files(self) -> list[UploadedFile]:
-        files: list[UploadedFile] = self.cleaned_data["files"]
+    def clean_files(self) -> list[UploadedFile[bytes]]:
+        files: list[UploadedFile[bytes]] = self.cleaned_data["files"]
         for f in files:
             if f.size is not None and f.size > settings.MAX_UPLOAD_BYTES:
                 raise forms.ValidationError(

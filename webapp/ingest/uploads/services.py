@@ -10,15 +10,15 @@ from collections.abc import Iterator
 from typing import IO
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.files import File
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from contextsim import model as core
-from contextsim.ingest.base import FileEnd, FormatError, ParsedFile, Restart, RunPiece
-from contextsim.ingest.detect import parse_stream, pieces_of, whole_pieces
+from contextsim.ingest.base import FileEnd, FormatError, ParsedFile, Restart, RunPiece, whole_pieces
+from contextsim.ingest.detect import parse_stream, pieces_of
 from webapp.jobs import services as jobs
 from webapp.models import ImportJob, Run, Upload
 from webapp.runtime import checkpoints
@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 
 def store_upload(
-    owner: AbstractBaseUser | None, name: str, stream: IO[bytes], format_override: str = ""
+    owner: User | None, name: str, stream: IO[bytes], format_override: str = ""
 ) -> ImportJob:
     """Keep the file as received and queue its import; returns the job."""
     digest = hashlib.sha256()
@@ -77,7 +77,7 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
         # Shown by an earlier attempt whose worker was lost while counting: count on.
         shown = list(Run.objects.filter(upload=upload).order_by("pk"))
         if not shown:
-            saving.drop_staged(upload)  # what an attempt whose worker was lost left
+            saving.do_drop_staged(upload)  # what an attempt whose worker was lost left
             earlier = None if job.again else _imported_before(upload)
             if earlier is not None:
                 # The same bytes again: link to what they gave, import nothing twice.
@@ -96,10 +96,10 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
         _count(job, shown, hold)
         jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.DONE)
     except jobs.LeaseLost:
-        saving.drop(staged)
+        saving.do_drop_runs(staged)
         raise
     except FormatError as exc:
-        saving.drop(staged)  # bad input found while its first pieces were written
+        saving.do_drop_runs(staged)  # bad input found while its first pieces were written
         jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.FAILED, error=str(exc))
     except Exception:
         # Never leave a job "running" forever: say it failed, keep the details in the log.
@@ -109,7 +109,7 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
             # missing, made when first needed (and by index_left).
             _counts_left(job, attempt, upload)
             return
-        saving.drop(staged)
+        saving.do_drop_runs(staged)
         error = f"{upload.original_name}: internal error while importing (see the server log)"
         jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.FAILED, error=error)
 
@@ -117,14 +117,14 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
 def _counts_left(job: ImportJob, attempt: int, upload: Upload) -> None:
     """The import of runs shown that failed while indexing or counting them: done,
     saying so; their skeletons for the estimators left are built when first shown."""
-    warnings = derivation.give_up(upload, "the import stopped after its runs were shown")
+    warnings = derivation.do_give_up(upload, "the import stopped after its runs were shown")
     jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.DONE, warnings=warnings)
 
 
 def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> list[Run]:
     """Read the upload a piece at a time (contextsim.ingest.detect.pieces_of: a big native
     document is parsed as it is written, never held whole), write its runs counted by
-    the estimator they are first shown with (staged: unseen, saving.begin), and show
+    the estimator they are first shown with (staged: unseen, saving.do_stage_run), and show
     them, with the job's format and warnings, in one short transaction: from then on
     they are browsable, while their text is indexed (`_index`) and their other counts
     are made (`_count`)."""
@@ -138,7 +138,7 @@ def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> 
             end = piece
             continue
         if isinstance(piece, Restart):  # the file is handed over again, whole
-            saving.drop(staged)
+            saving.do_drop_runs(staged)
             staged.clear()
             fillings.clear()
             written = 0
@@ -146,7 +146,7 @@ def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> 
         hold.check()
         filling = fillings.get(piece.run)
         if filling is None:
-            staged.append(saving.begin(owner=upload.owner, upload=upload))
+            staged.append(saving.do_stage_run(owner=upload.owner, upload=upload))
             filling = fillings[piece.run] = saving.Filling(staged[-1])
         filling.add(piece.messages)
         written += len(piece.messages)
@@ -158,7 +158,7 @@ def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> 
     for number, facts in end.runs:
         filling = fillings.get(number)
         if filling is None:  # a run without messages
-            staged.append(saving.begin(owner=upload.owner, upload=upload))
+            staged.append(saving.do_stage_run(owner=upload.owner, upload=upload))
             filling = saving.Filling(staged[-1])
         filling.finish(facts)
         shown.append(filling.stored)
@@ -173,7 +173,7 @@ def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> 
             shown=timezone.now(),
             **found,
         )
-        return saving.publish(shown, upload.owner)
+        return saving.do_publish_runs(shown, upload.owner)
 
 
 def _index(job: ImportJob, shown: list[Run], hold: jobs.Hold) -> None:
@@ -221,7 +221,7 @@ def _count(job: ImportJob, shown: list[Run], hold: jobs.Hold) -> None:
             hold.check()
             _progress(job, "counting", before + n, total)
 
-        derivation.count_rest(run, counted)
+        derivation.do_count_rest(run, counted)
         before += run.message_count
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from webapp import tasks
+from webapp.http import HtmxHttpRequest, SignedInRequest
 from webapp.ingest.uploads import services as imports
 from webapp.ingest.uploads.forms import UploadForm
 from webapp.models import ImportJob
@@ -19,7 +20,7 @@ SYNC_IMPORT_BYTES = 2 * 1024 * 1024
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def upload(request: HttpRequest) -> HttpResponse:
+def upload(request: SignedInRequest) -> HttpResponse:
     form = UploadForm(request.POST or None, request.FILES or None)
     jobs: list[ImportJob] = []
     if request.method == "POST" and form.is_valid():
@@ -39,7 +40,7 @@ def upload(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def import_again(request: HttpRequest, public_id: str) -> HttpResponse:
+def import_again(request: SignedInRequest, public_id: str) -> HttpResponse:
     """Import a file that was imported before, because the person asked."""
     job = runs.get_job(request.user, public_id)
     if job.duplicate_of_id is None:
@@ -55,7 +56,7 @@ def import_again(request: HttpRequest, public_id: str) -> HttpResponse:
 
 
 @require_GET
-def import_status(request: HttpRequest, public_id: str) -> HttpResponse:
+def import_status(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
     job = runs.get_job(request.user, public_id)
     if request.htmx:
         return render(request, "upload.html#job", {"job": job})

@@ -23,7 +23,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from webapp.access.callers import LOOPBACK_NAMES, host_name
-from webapp.store.actions.demo import load_demo
+from webapp.store.actions.demo import do_load_demo
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -42,7 +42,7 @@ class Command(BaseCommand):
         call_command("collectstatic", interactive=False, verbosity=0)
         if not options["no_demo"]:
             self.stdout.write("Loading the demo runs (first start only)...")
-            created = load_demo()
+            created = do_load_demo()
             self.stdout.write(f"  {created} demo runs created" if created else "  present")
         public = public_hosts(settings.ALLOWED_HOSTS)
         if not settings.LOCAL_USER and options["host"] in LOOPBACK and not public:

@@ -14,7 +14,7 @@ from contextsim.ingest.base import FormatError
 from contextsim.ingest.detect import IMPORTERS
 from webapp.management.owners import command_owner
 from webapp.models import Run
-from webapp.store.actions.appends import sync_file
+from webapp.store.actions.appends import do_sync_file
 
 
 class Command(BaseCommand):
@@ -55,7 +55,7 @@ class Command(BaseCommand):
         self, owner: Any, path: Path, known: dict[str, Run], format: str | None, once: bool
     ) -> None:
         try:
-            changed = sync_file(owner, path, known, format)
+            changed = do_sync_file(owner, path, known, format)
         except FormatError as exc:
             if once:
                 raise CommandError(str(exc)) from None

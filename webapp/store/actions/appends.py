@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Count, F, Max, Q
 from django.db.models.functions import Coalesce
@@ -27,15 +27,15 @@ from webapp.store.actions.rows import (
     message_row,
     storable,
 )
-from webapp.store.actions.saving import NO_FIGURES, figures_after, save_run
-from webapp.store.actions.sessions import join_sessions
+from webapp.store.actions.saving import NO_FIGURES, do_save_run, figures_after
+from webapp.store.actions.sessions import do_join_sessions
 
 
-def create_live_run(owner: AbstractBaseUser, run: core.Run, stream_key: str = "") -> Run:
+def do_create_live_run(owner: User, run: core.Run, stream_key: str = "") -> Run:
     """Save `run` (its header and any first messages) as a private run that will grow;
     `stream_key` names the log file and run it follows, if any."""
     with transaction.atomic():
-        stored = save_run(run, owner=owner, visibility=Visibility.PRIVATE)
+        stored = do_save_run(run, owner=owner, visibility=Visibility.PRIVATE)
         Run.objects.filter(pk=stored.pk).update(
             last_append=timezone.now(), stream_key=stream_key[:600]
         )
@@ -44,11 +44,11 @@ def create_live_run(owner: AbstractBaseUser, run: core.Run, stream_key: str = ""
 
 
 @transaction.atomic
-def create_live_runs(owner: AbstractBaseUser, runs: Sequence[core.Run]) -> list[Run]:
+def do_create_live_runs(owner: User, runs: Sequence[core.Run]) -> list[Run]:
     """Save several runs that will grow (all or nothing), a subagent in one collection
     with its session's run."""
-    saved = [create_live_run(owner, run) for run in runs]
-    join_sessions(owner, saved)
+    saved = [do_create_live_run(owner, run) for run in runs]
+    do_join_sessions(owner, saved)
     for run in saved:
         run.refresh_from_db(fields=["collection"])
     return saved
@@ -65,7 +65,7 @@ class StaleAppend(ValueError):
         self.revision, self.messages = revision, messages
 
 
-def append_once(
+def do_append(
     run: Run,
     messages: Sequence[core.Message],
     start: int | None,
@@ -73,7 +73,7 @@ def append_once(
     answer: Callable[[Run], dict[str, Any]],
     if_revision: int | None = None,
 ) -> dict[str, Any]:
-    """Append (see append_messages) unless an append with this Idempotency-Key was made
+    """Append (see do_append_messages) unless an append with this Idempotency-Key was made
     already: then its answer is returned and nothing changes. A replacing append (a
     `start`) must say the revision it was made against (`if_revision`); a stale one
     raises StaleAppend and changes nothing. Returns the answer, kept with the key."""
@@ -124,7 +124,7 @@ def _rows(messages: Sequence[core.Message]) -> list[MessageRow]:
     return [message_row(m, LIVE_COUNTED) for m in messages]
 
 
-def append_messages(
+def do_append_messages(
     run: Run,
     messages: Sequence[core.Message],
     start: int | None = None,
@@ -146,7 +146,7 @@ def append_messages(
 def _append_locked(
     locked: Run, messages: Sequence[core.Message], start: int | None, rows: list[MessageRow]
 ) -> None:
-    """append_messages' work, in the caller's transaction on the run it locked."""
+    """do_append_messages' work, in the caller's transaction on the run it locked."""
     end = locked.message_count
     start = end if start is None else start
     if not 0 <= start <= end:
@@ -202,8 +202,8 @@ def _figures(run: Run) -> dict[str, object]:
     }
 
 
-def sync_file(
-    owner: AbstractBaseUser, path: Path, known: dict[str, Run], format: str | None = None
+def do_sync_file(
+    owner: User, path: Path, known: dict[str, Run], format: str | None = None
 ) -> list[tuple[Run, int]]:
     """Bring the stored runs of a growing log file in step with it: a run seen for the
     first time is created; a known one gets its new messages, the tail that changed (a
@@ -217,15 +217,15 @@ def sync_file(
     for position, run in enumerate(parsed.runs):
         key = f"{path.resolve()}#{run.session_id or position}"
         stored = known.get(key) or Run.objects.filter(owner=owner, stream_key=key).first()
-        stored, count = sync_run(owner, key, run, stored)
+        stored, count = do_sync_run(owner, key, run, stored)
         known[key] = stored
         if count is not None:
             changed.append((stored, count))
     return changed
 
 
-def sync_run(
-    owner: AbstractBaseUser,
+def do_sync_run(
+    owner: User,
     key: str,
     run: core.Run,
     stored: Run | None,
@@ -239,14 +239,14 @@ def sync_run(
     stored messages are not read. Returns the stored run and how many messages were
     added or replaced (None when nothing changed)."""
     if stored is None:
-        stored = create_live_run(owner, run, key)
-        join_sessions(owner, [stored])
+        stored = do_create_live_run(owner, run, key)
+        do_join_sessions(owner, [stored])
         return stored, len(run.messages)
     _update_header(stored, run)
     start = _first_difference(stored, run) if synced is None else first_change(synced, run.messages)
     if start < len(run.messages) or start < stored.message_count:
         tail = run.messages[start:]
-        append_messages(stored, tail, start, _rows(tail))
+        do_append_messages(stored, tail, start, _rows(tail))
         return stored, len(run.messages) - start
     return stored, None
 

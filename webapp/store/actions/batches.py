@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from contextsim import model as core
 from webapp.models import Run, Visibility
-from webapp.store.actions.rows import MessageRow, insert_batches
+from webapp.store.actions.rows import MessageRow, insert_batches, update_rows
 from webapp.store.actions.saving import NO_FIGURES, facts_of, figures_after
-from webapp.store.actions.sessions import join_sessions
+from webapp.store.actions.sessions import do_join_sessions
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +33,8 @@ class Growth:
     rows: Sequence[MessageRow]
 
 
-def create_runs(
-    owner: AbstractBaseUser, made: Sequence[tuple[core.Run, str, Sequence[MessageRow]]]
+def do_create_runs(
+    owner: User, made: Sequence[tuple[core.Run, str, Sequence[MessageRow]]]
 ) -> list[Run]:
     """Save each (run, stream key, its messages' rows) as a private live run of
     `owner`, joined to its session; returns the stored runs in the same order. Their
@@ -57,11 +57,11 @@ def create_runs(
     ]
     stored = Run.objects.bulk_create(runs)
     insert_batches([(r.pk, 0, rows) for r, (_, _, rows) in zip(stored, made, strict=True)])
-    join_sessions(owner, stored)
+    do_join_sessions(owner, stored)
     return stored
 
 
-def grow_runs(growths: Sequence[Growth]) -> None:
+def do_grow_runs(growths: Sequence[Growth]) -> None:
     """Add each growth's messages at the end of its run: one more revision, figures
     carried on from the run's own (never read again from its messages); the runs'
     skeletons and estimator reports are dropped (the next view extends or rebuilds
@@ -80,4 +80,4 @@ def grow_runs(growths: Sequence[Growth]) -> None:
         run.last_append = now
     fields = ["message_count", "revision", "last_append", *NO_FIGURES]
     runs = [g.stored for g in growths]
-    Run.objects.bulk_update(runs, fields)
+    update_rows(runs, fields)

@@ -8,7 +8,7 @@ from contextsim.counting.estimators import CountMemo
 from contextsim.ingest.base import ParsedFile
 from contextsim.systems.seed.demo import all_demo_runs
 from webapp.models import Run, Visibility
-from webapp.store.actions.saving import save_parsed
+from webapp.store.actions.saving import do_save_runs
 
 
 def demo_loaded() -> bool:
@@ -16,7 +16,7 @@ def demo_loaded() -> bool:
 
 
 @transaction.atomic
-def load_demo(chapter_chars: int | None = None) -> int:
+def do_load_demo(chapter_chars: int | None = None) -> int:
     """Save the demo runs as public runs, once. Returns how many were created (0 when
     they were there already)."""
     if demo_loaded():
@@ -25,7 +25,7 @@ def load_demo(chapter_chars: int | None = None) -> int:
     memo = CountMemo()
     chars = {} if chapter_chars is None else {"chapter_chars": chapter_chars}
     runs = all_demo_runs(memo=memo, **chars)
-    saved = save_parsed(
+    saved = do_save_runs(
         ParsedFile("demo", runs),
         owner=None,
         visibility=Visibility.PUBLIC,

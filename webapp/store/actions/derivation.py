@@ -2,8 +2,8 @@
 the counts of the estimators its import left to count (Run.counting: the real
 tokenizers, estimators.SLOW, and the fast ones but the one it was first shown with)
 once the import made it browsable, and the skeletons; the same for a live run once it
-is idle, or a run whose stored skeletons are of an older layout (`derive_pending`, a
-periodic job); an estimator report a view computed (`store_report`).
+is idle, or a run whose stored skeletons are of an older layout (`do_derive_pending`, a
+periodic job); an estimator report a view computed (`do_store_report`).
 
 The messages are read back from the database a batch at a time, so the file's runs are
 not held while the tokenizers' tables are; each batch's counts are written in their own
@@ -28,7 +28,7 @@ from webapp.store.actions.saving import STAGE_ROWS
 from webapp.store.reads import MESSAGE_FIELDS, report_of, run_facts, stored_message
 
 
-def count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> None:
+def do_count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> None:
     """Count every message of `run` by each estimator in `run.counting`, store the
     counts and those estimators' skeletons (and the skeletons of the others that the
     import left to build), then clear `run.counting`. `counted` is
@@ -81,9 +81,9 @@ def count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> Non
     run.counting = []
 
 
-def give_up(upload: Upload, why: str) -> list[str]:
+def do_give_up(upload: Upload, why: str) -> list[str]:
     """Leave the counts still to make of the upload's shown runs to the periodic
-    derivation (`derive_pending`; views count what they need meanwhile, without
+    derivation (`do_derive_pending`; views count what they need meanwhile, without
     storing it), saying `why`: the job's warnings
     with it, and that their text is not searched yet when the import stopped while
     indexing it (webapp.ingest.uploads.services.index_left indexes it later)."""
@@ -102,21 +102,21 @@ DERIVE_AT_ONCE = 20
 """Runs derived per tick of the periodic job, so one tick stays short."""
 
 
-def derive(run: Run) -> None:
+def do_derive(run: Run) -> None:
     """Store what is derived from `run` at its revision and not stored yet: every
     registered estimator's counts its messages lack and every estimator's skeleton
-    (count_rest with them all). Rows of the run's other revisions are replaced. A run
+    (do_count_rest with them all). Rows of the run's other revisions are replaced. A run
     that changes meanwhile keeps its new revision's data to a later derivation (what
     was written is of the revision read, which the reads then ignore)."""
     stored = Run.objects.filter(pk=run.pk).first()
     if stored is None:
         return
     stored.counting = list(ESTIMATORS)
-    count_rest(stored)
+    do_count_rest(stored)
 
 
 def pending(limit: int = DERIVE_AT_ONCE) -> list[Run]:
-    """Runs to derive: shown, not being counted by their import, idle (no append for
+    """Runs to do_derive: shown, not being counted by their import, idle (no append for
     IDLE) and without a skeleton of every registered estimator, in the current layout,
     for their current revision (a live run after its last append, a run whose stored
     skeletons are of an older layout or were never made)."""
@@ -134,15 +134,15 @@ def pending(limit: int = DERIVE_AT_ONCE) -> list[Run]:
     return list(found[:limit])
 
 
-def derive_pending(limit: int = DERIVE_AT_ONCE) -> int:
+def do_derive_pending(limit: int = DERIVE_AT_ONCE) -> int:
     """Derive the pending runs (`pending`); returns how many."""
     runs = pending(limit)
     for run in runs:
-        derive(run)
+        do_derive(run)
     return len(runs)
 
 
-def store_report(run: Run, reference: str) -> None:
+def do_store_report(run: Run, reference: str) -> None:
     """Compute and store the run's comparison by script against `reference` for its
     revision (webapp.store.reads.estimator_report made it for a view meanwhile)."""
     revision = run.revision

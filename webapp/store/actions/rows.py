@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import orjson
 from django.db import connection, transaction
+from django.db.models import Field, Model
 
 from contextsim import model as core
 from contextsim.counting.estimators import (
@@ -99,6 +100,18 @@ def message_row(
     )
 
 
+def field_of(model: type[Model], name: str) -> Field[Any, Any]:
+    """The concrete field `name` of `model` (a column of its table)."""
+    found = model._meta.get_field(name)
+    assert isinstance(found, Field), f"{model.__name__}.{name} is not a column"
+    return found
+
+
+def column(model: type[Model], name: str) -> str:
+    """The quoted column of `model`'s field `name`."""
+    return connection.ops.quote_name(str(field_of(model, name).column))
+
+
 def insert_messages(
     run_id: int, start: int, rows: Sequence[MessageRow], *, indexed: bool = True
 ) -> None:
@@ -117,7 +130,7 @@ def insert_batches(
     ops = connection.ops
     meta = Message._meta
     columns = ("run", "index", *MessageRow._fields)
-    names = ", ".join(ops.quote_name(meta.get_field(c).column) for c in columns)
+    names = ", ".join(column(Message, c) for c in columns)
     marks = ", ".join(["%s"] * len(columns))
     sql = f"INSERT INTO {ops.quote_name(meta.db_table)} ({names}) VALUES ({marks})"
     json_at = [i for i, name in enumerate(MessageRow._fields) if name in _JSON]
@@ -138,7 +151,7 @@ def insert_batches(
                 for j in json_at:
                     values[j] = to_json(values[j])
                 time = values[time_at]
-                if time is not None:
+                if isinstance(time, datetime):
                     # A call's new messages share its time: adapted once.
                     if time not in times:
                         times[time] = ops.adapt_datetimefield_value(time)
@@ -271,3 +284,33 @@ def _replaced(value: Any) -> Any:
     if isinstance(value, list):
         return [_replaced(v) for v in value]
     return value
+
+
+def update_rows(objects: Sequence[Model], fields: Sequence[str]) -> None:
+    """Write `fields` of each of `objects` (rows of one model, in the caller's
+    transaction) to its row by primary key: one UPDATE statement, run for every row by
+    the driver. Django's bulk_update builds one CASE per field and row instead: at the
+    hundreds of rows a receiver's batch updates, half the receiver's time (bench
+    `otlp`: 1,130-1,681 spans/s against 3,106-3,131 this way)."""
+    if not objects:
+        return
+    model = type(objects[0])
+    ops = connection.ops
+    columns = [field_of(model, f) for f in fields]
+    assigned = ", ".join(f"{column(model, f)} = %s" for f in fields)
+    key = column(model, model._meta.pk.name)
+    sql = f"UPDATE {ops.quote_name(model._meta.db_table)} SET {assigned} WHERE {key} = %s"
+    # Values are prepared by their fields, once per value object (a batch's rows share
+    # their time).
+    prepared: list[dict[int, Any]] = [{} for _ in columns]
+    params = []
+    for o in objects:
+        row = []
+        for c, seen in zip(columns, prepared, strict=True):
+            value = getattr(o, c.attname)
+            if id(value) not in seen:
+                seen[id(value)] = c.get_db_prep_save(value, connection)
+            row.append(seen[id(value)])
+        params.append((*row, o.pk))
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)

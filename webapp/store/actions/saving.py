@@ -3,10 +3,11 @@ skeleton per estimator.
 
 Counting and building take most of an import's time and on SQLite one writer at a time
 holds the database, so no transaction waits on counting. A small input is counted first
-(`prepare`) and written in one transaction (`write`, `save_parsed`). An upload is
-staged (`begin`, `fill`): its run, unseen, gets its messages a batch at a time, each batch
-counted by the estimator it is first shown with and then written in its own short
-transaction; one last short transaction shows it (`publish`). The other estimators'
+(`prepare`) and written in one transaction (`write`, `do_save_runs`). An upload is
+staged (`do_stage_run`, `do_fill_run`): its run, unseen, gets its messages a batch at a
+time, each batch counted by the estimator it is first shown with and then written in its
+own short transaction; one last short transaction shows it (`do_publish_runs`). The
+other estimators'
 counts, the real tokenizers' (estimators.SLOW) most of the time of a large import, are
 made after it is shown, by webapp.store.actions.derivation. A long import never keeps an
 append or a sign-in waiting past the busy timeout.
@@ -18,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from contextsim import model as core
@@ -28,7 +29,7 @@ from contextsim.counting.estimators import ESTIMATORS, SHOWN_FIRST, CountMemo
 from contextsim.ingest.base import ParsedFile
 from webapp.models import Message, Run, RunSkeleton, Upload, Visibility
 from webapp.store.actions.rows import MessageRow, insert_messages, message_row, storable
-from webapp.store.actions.sessions import join_sessions
+from webapp.store.actions.sessions import do_join_sessions
 
 STAGE_ROWS = 2_000
 """Messages counted and written per transaction by `stage`."""
@@ -62,7 +63,7 @@ def prepare(
 def write(
     prepared: Prepared,
     *,
-    owner: AbstractBaseUser | None,
+    owner: User | None,
     upload: Upload | None = None,
     visibility: str = Visibility.PRIVATE,
     demo_key: str = "",
@@ -79,7 +80,7 @@ def write(
 
 def _create(
     run: core.Run,
-    owner: AbstractBaseUser | None,
+    owner: User | None,
     upload: Upload | None,
     visibility: str,
     demo_key: str,
@@ -155,16 +156,17 @@ def facts_of(run: core.Run) -> dict[str, Any]:
     }
 
 
-def begin(
+def do_stage_run(
     run: core.Run | None = None,
     *,
-    owner: AbstractBaseUser | None,
+    owner: User | None,
     upload: Upload | None,
 ) -> Run:
     """The row of `run` (or of a run whose facts come at the end, `Filling.finish`) as a
-    run nobody sees yet (`ready` False), its messages still to be written (`fill`, or
-    `Filling`). `publish` shows it; a failed import deletes it (`drop`). Its messages
-    are counted by the estimator it is first shown with (estimators.SHOWN_FIRST); every
+    run nobody sees yet (`ready` False), its messages still to be written (`do_fill_run`,
+    or `Filling`). `do_publish_runs` shows it; a failed import deletes it
+    (`do_drop_runs`). Its messages are counted by the estimator it is first shown with
+    (estimators.SHOWN_FIRST); every
     other estimator's counts are left to webapp.store.actions.derivation (`counting`): the
     real tokenizers are most of a large import's time, and the other fast ones cost as
     much again as everything else before the run can be browsed."""
@@ -173,7 +175,9 @@ def begin(
     return _create(facts, owner, upload, Visibility.PRIVATE, "", ready=False, counting=later)
 
 
-def fill(stored: Run, run: core.Run, written: Callable[[int], None] = lambda n: None) -> None:
+def do_fill_run(
+    stored: Run, run: core.Run, written: Callable[[int], None] = lambda n: None
+) -> None:
     """Write the messages of `run` into the staged `stored` (see Filling), STAGE_ROWS
     at a time; `written` is told how many messages are written before each batch and
     at the end (it may raise to stop: a job that lost its lease)."""
@@ -187,7 +191,7 @@ def fill(stored: Run, run: core.Run, written: Callable[[int], None] = lambda n: 
 
 class Filling:
     """A staged run written a batch of messages at a time: each batch counted by the
-    estimators not left to count later (`begin`: the one it is first shown with), then
+    estimators not left to count later (`do_stage_run`: the one it is first shown with), then
     written in its own short transaction (so the write lock never grows with the file,
     and the batch can be let go), and fed to their skeletons; `finish` writes the
     run's facts and those skeletons. The others are made with the counts left to make
@@ -229,18 +233,18 @@ class Filling:
             RunSkeleton.objects.create(run=stored, estimator=name, data=data)
 
 
-def publish(staged: Sequence[Run], owner: AbstractBaseUser | None) -> list[Run]:
+def do_publish_runs(staged: Sequence[Run], owner: User | None) -> list[Run]:
     """Show staged runs, joined to their sessions' collections (call it in the
     transaction that records the import done)."""
-    shown = Run.all_objects.filter(pk__in=[r.pk for r in staged], ready=False).update(ready=True)
-    if shown != len(staged):
-        raise RuntimeError(f"{len(staged) - shown} staged run(s) were deleted meanwhile")
+    made = Run.all_objects.filter(pk__in=[r.pk for r in staged], ready=False).update(ready=True)
+    if made != len(staged):
+        raise RuntimeError(f"{len(staged) - made} staged run(s) were deleted meanwhile")
     shown = list(Run.objects.filter(pk__in=[r.pk for r in staged]).order_by("pk"))
-    join_sessions(owner, shown)
+    do_join_sessions(owner, shown)
     return shown
 
 
-def drop(runs: Sequence[Run]) -> None:
+def do_drop_runs(runs: Sequence[Run]) -> None:
     """Delete staged runs (an import that failed), their messages STAGE_ROWS per
     transaction, so deleting a big one holds no long write lock."""
     for run in runs:
@@ -257,18 +261,18 @@ def drop(runs: Sequence[Run]) -> None:
             Run.all_objects.filter(pk=run.pk, ready=False).delete()
 
 
-def drop_staged(upload: Upload) -> int:
+def do_drop_staged(upload: Upload) -> int:
     """Delete the unfinished runs of `upload`, left by an import whose worker was lost;
     returns how many."""
     found = list(Run.all_objects.filter(upload=upload, ready=False))
-    drop(found)
+    do_drop_runs(found)
     return len(found)
 
 
-def write_all(
+def do_write_runs(
     prepared: Sequence[Prepared],
     *,
-    owner: AbstractBaseUser | None,
+    owner: User | None,
     upload: Upload | None = None,
     visibility: str = Visibility.PRIVATE,
     demo_key: str = "",
@@ -280,16 +284,16 @@ def write_all(
         write(p, owner=owner, upload=upload, visibility=visibility, demo_key=demo_key)
         for p in prepared
     ]
-    join_sessions(owner, saved)
+    do_join_sessions(owner, saved)
     for run in saved:
         run.refresh_from_db(fields=["collection"])
     return saved
 
 
-def save_parsed(
+def do_save_runs(
     parsed: ParsedFile,
     *,
-    owner: AbstractBaseUser | None,
+    owner: User | None,
     upload: Upload | None = None,
     visibility: str = Visibility.PRIVATE,
     demo_key: str = "",
@@ -301,15 +305,15 @@ def save_parsed(
     all)."""
     prepared = [prepare(run, estimators, memo) for run in parsed.runs]
     with transaction.atomic():
-        return write_all(
+        return do_write_runs(
             prepared, owner=owner, upload=upload, visibility=visibility, demo_key=demo_key
         )
 
 
-def save_run(
+def do_save_run(
     run: core.Run,
     *,
-    owner: AbstractBaseUser | None,
+    owner: User | None,
     upload: Upload | None = None,
     visibility: str = Visibility.PRIVATE,
     demo_key: str = "",

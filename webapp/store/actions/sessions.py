@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Q
 
 from webapp.models import Collection, Run
@@ -21,7 +21,7 @@ def session_root(run: Run) -> str:
     return run.parent_session_id or run.session_id
 
 
-def join_sessions(owner: AbstractBaseUser | None, runs: Iterable[Run]) -> None:
+def do_join_sessions(owner: User | None, runs: Iterable[Run]) -> None:
     """Put each of `runs` in one collection with the owner's other runs of its session
     (stored before or with it); a session of one run has no collection."""
     roots = {session_root(r) for r in runs if session_root(r)}
@@ -29,7 +29,7 @@ def join_sessions(owner: AbstractBaseUser | None, runs: Iterable[Run]) -> None:
         _join(owner, root)
 
 
-def _shared(owner: AbstractBaseUser | None, roots: set[str]) -> set[str]:
+def _shared(owner: User | None, roots: set[str]) -> set[str]:
     """The roots among `roots` that two or more of the owner's runs share, in one query
     per CHUNK roots: a batch of many new sessions is mostly of sessions of one run."""
     found: Counter[str] = Counter()
@@ -47,7 +47,7 @@ def _shared(owner: AbstractBaseUser | None, roots: set[str]) -> set[str]:
 CHUNK = 400
 
 
-def _join(owner: AbstractBaseUser | None, root: str) -> None:
+def _join(owner: User | None, root: str) -> None:
     members = list(
         Run.objects.filter(Q(session_id=root) | Q(parent_session_id=root), owner=owner)
         .select_related("collection")

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from contextsim.systems.otel.events import DETAILS
 from webapp.ingest.otlp.services.groups import CHUNK
@@ -20,7 +20,7 @@ Ids = tuple[str, str]
 """A span's (trace id, span id), in hex."""
 
 
-def store(owner: AbstractBaseUser, found: Iterable[tuple[str, str, dict[str, Any]]]) -> set[Ids]:
+def store(owner: User, found: Iterable[tuple[str, str, dict[str, Any]]]) -> set[Ids]:
     """Keep each (trace id, span id, span event) of one export, in its order, not kept
     before for `owner` (in the caller's transaction); returns the spans that gained
     an event."""
@@ -43,7 +43,7 @@ def store(owner: AbstractBaseUser, found: Iterable[tuple[str, str, dict[str, Any
     return {(r.trace_id, r.span_id) for r in rows.values()}
 
 
-def events_of(owner: AbstractBaseUser, ids: set[Ids]) -> dict[Ids, list[dict[str, Any]]]:
+def events_of(owner: User, ids: set[Ids]) -> dict[Ids, list[dict[str, Any]]]:
     """The events kept for each of the spans `ids` that has any, in the order they
     were received."""
     traces = sorted({t for t, _ in ids})

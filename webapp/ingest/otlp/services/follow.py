@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from contextsim import model as core
 from contextsim.systems.otel.spans import BODY, Conversation, Inputs, SpanCall, span_call
@@ -56,7 +56,7 @@ FOLLOWED: OrderedDict[tuple[int, str], Followed] = OrderedDict()
 INPUTS = Inputs(FOLLOWED_KEPT)
 
 
-def stored_calls(owner: AbstractBaseUser, group: SpanGroup) -> list[SpanCall]:
+def stored_calls(owner: User, group: SpanGroup) -> list[SpanCall]:
     """The group's calls in start order, read again from the spans kept, with the
     events received for them. Each span's input messages are read only where they go
     beyond the span before's (contextsim.systems.otel.spans.Inputs), so reading a long

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models.constants import OnConflict
 from django.utils import timezone
@@ -15,6 +15,7 @@ from django.utils import timezone
 from contextsim.systems.otel.spans import SpanCall
 from webapp.ingest.otlp import wire as wire
 from webapp.models import ReceivedSpan, SpanGroup
+from webapp.store.actions.rows import column, field_of
 from webapp.store.actions.saving import NO_FIGURES
 
 TRACE_ID = re.compile(r"[0-9a-f]{32}")
@@ -24,7 +25,7 @@ KEY_CHARS = SpanGroup._meta.get_field("key").max_length or 300
 
 
 def span_row(
-    owner: AbstractBaseUser, group: SpanGroup, call: SpanCall, serialized: bytes | None
+    owner: User, group: SpanGroup, call: SpanCall, serialized: bytes | None
 ) -> tuple[Any, ...]:
     """The span's row (SPAN_COLUMNS) as the driver takes it."""
     how, body = wire.packed(call.data, serialized)
@@ -43,7 +44,7 @@ def span_row(
     )
 
 
-def locked_groups(owner: AbstractBaseUser, keys: list[str]) -> dict[str, SpanGroup]:
+def locked_groups(owner: User, keys: list[str]) -> dict[str, SpanGroup]:
     """The owner's groups of `keys`, created where missing, locked in the order of
     their keys (so two batches sharing conversations never wait on each other in a
     circle), each with its run."""
@@ -59,7 +60,7 @@ def locked_groups(owner: AbstractBaseUser, keys: list[str]) -> dict[str, SpanGro
     return found
 
 
-def _locked(owner: AbstractBaseUser, keys: list[str]) -> dict[str, SpanGroup]:
+def _locked(owner: User, keys: list[str]) -> dict[str, SpanGroup]:
     found: dict[str, SpanGroup] = {}
     for first in range(0, len(keys), CHUNK):
         rows = (
@@ -85,7 +86,7 @@ GROUP_FIELDS = (
 them grow (a run that changes otherwise is read whole, streaming.sync_run)."""
 
 
-def stored_ids(owner: AbstractBaseUser, calls: list[SpanCall]) -> set[tuple[str, str]]:
+def stored_ids(owner: User, calls: list[SpanCall]) -> set[tuple[str, str]]:
     """The (trace id, span id) of `calls` already stored for `owner`: looked up by
     trace on the unique index, in SQL of its own (the ORM's per-value work on a
     thousand ids was a tenth of a batch)."""
@@ -111,8 +112,8 @@ def insert_spans(rows: list[tuple[Any, ...]]) -> None:
     unique constraint, not only the look-up, keeps a retried span out."""
     ops = connection.ops
     meta = ReceivedSpan._meta
-    fields = [meta.get_field(c) for c in SPAN_COLUMNS]
-    names = ", ".join(ops.quote_name(f.column) for f in fields)
+    fields = [field_of(ReceivedSpan, c) for c in SPAN_COLUMNS]
+    names = ", ".join(column(ReceivedSpan, c) for c in SPAN_COLUMNS)
     marks = ", ".join(["%s"] * len(fields))
     suffix = ops.on_conflict_suffix_sql(fields, OnConflict.IGNORE, None, None)
     sql = (

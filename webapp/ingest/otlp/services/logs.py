@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from contextsim.ingest.base import FormatError
@@ -19,7 +19,7 @@ from webapp.ingest.otlp.services import follow as follow
 from webapp.ingest.otlp.services.receiving import Receipt, lock_owner, resync
 
 
-def receive_logs(owner: AbstractBaseUser, export: Any) -> Receipt:
+def receive_logs(owner: User, export: Any) -> Receipt:
     """Keep the GenAI events of an OTLP JSON logs export (ids in hex) for `owner`
     and bring in step the runs whose stored spans they belong to, in one transaction.
     Records of anything else are skipped; a GenAI record that names no span is

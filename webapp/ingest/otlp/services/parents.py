@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import F
 
 from contextsim.systems.otel.spans import SpanCall
@@ -18,7 +18,7 @@ from webapp.ingest.otlp.services.groups import CHUNK, KEY_CHARS, SPAN_ID, TRACE_
 from webapp.models import NamedSpan, ReceivedSpan, SpanGroup
 
 
-def joined(owner: AbstractBaseUser, calls: Sequence[SpanCall]) -> list[SpanCall]:
+def joined(owner: User, calls: Sequence[SpanCall]) -> list[SpanCall]:
     """`calls`, each that names no conversation and found none in its export put in
     the one its parent named when received before."""
     orphans = [c for c in calls if not c.own_group and c.group == c.trace_id and c.parent]
@@ -33,7 +33,7 @@ def joined(owner: AbstractBaseUser, calls: Sequence[SpanCall]) -> list[SpanCall]
     ]
 
 
-def adopt(owner: AbstractBaseUser, named: Sequence[tuple[str, str, str]]) -> set[str]:
+def adopt(owner: User, named: Sequence[tuple[str, str, str]]) -> set[str]:
     """Keep the spans that name a conversation ((trace id, span id, conversation));
     move the calls stored in their trace's group whose parent is one of them to its
     conversation's group. Returns the keys of the groups that changed (in the caller's
@@ -72,7 +72,7 @@ def adopt(owner: AbstractBaseUser, named: Sequence[tuple[str, str, str]]) -> set
     return changed
 
 
-def _names(owner: AbstractBaseUser, ids: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
+def _names(owner: User, ids: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
     traces = sorted({t for t, _ in ids})
     found: dict[tuple[str, str], str] = {}
     for first in range(0, len(traces), CHUNK):

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 
@@ -21,9 +21,9 @@ from webapp.ingest.otlp.services import follow as follow
 from webapp.ingest.otlp.services import groups as store
 from webapp.ingest.otlp.services import parents as span_parents
 from webapp.models import ReceivedSpan, Run, SpanGroup
-from webapp.store.actions.appends import first_change, header_of, sync_run
-from webapp.store.actions.batches import Growth, create_runs, grow_runs
-from webapp.store.actions.rows import LIVE_COUNTED, MessageRow, message_row
+from webapp.store.actions.appends import do_sync_run, first_change, header_of
+from webapp.store.actions.batches import Growth, do_create_runs, do_grow_runs
+from webapp.store.actions.rows import LIVE_COUNTED, MessageRow, message_row, update_rows
 
 EMPTY: Mapping[tuple[str, str], bytes] = {}
 
@@ -39,7 +39,7 @@ class Receipt:
 
 
 def receive_export(
-    owner: AbstractBaseUser, export: Any, serialized: Mapping[tuple[str, str], bytes] = EMPTY
+    owner: User, export: Any, serialized: Mapping[tuple[str, str], bytes] = EMPTY
 ) -> Receipt:
     """Store the model call spans of an OTLP JSON export (ids in hex) for `owner` and
     bring the live run of every conversation they belong to in step, all in one
@@ -81,7 +81,7 @@ def receive_export(
     return Receipt(stored, tuple(rejected), tuple(runs))
 
 
-def lock_owner(owner: AbstractBaseUser) -> None:
+def lock_owner(owner: User) -> None:
     """Take the owner's lock on what it receives over OTLP (spans and events), for the
     rest of the transaction."""
     # FOR NO KEY UPDATE: rows that refer to the owner (its runs, tokens) are not held
@@ -91,7 +91,7 @@ def lock_owner(owner: AbstractBaseUser) -> None:
     list(rows.values_list("pk"))
 
 
-def resync(owner: AbstractBaseUser, ids: set[tuple[str, str]]) -> list[Run]:
+def resync(owner: User, ids: set[tuple[str, str]]) -> list[Run]:
     """Bring in step the runs of the groups whose stored spans `ids` ((trace id, span
     id)) gained events since they were read (in the caller's transaction, holding the
     owner's lock): their calls are read again from what is stored. Returns the runs
@@ -108,7 +108,7 @@ def resync(owner: AbstractBaseUser, ids: set[tuple[str, str]]) -> list[Run]:
     return _resync_groups(owner, keys)
 
 
-def _resync_groups(owner: AbstractBaseUser, keys: set[str]) -> list[Run]:
+def _resync_groups(owner: User, keys: set[str]) -> list[Run]:
     """Bring the runs of the groups `keys` in step with what they store, read again; a
     group left with no span (its calls moved to their conversation's) is deleted with
     its run. Returns the runs that changed."""
@@ -122,7 +122,8 @@ def _resync_groups(owner: AbstractBaseUser, keys: set[str]) -> list[Run]:
         except FormatError:
             continue  # its spans and events do not go together: the run is left as it was
         if not calls:
-            Run.objects.filter(pk=group.run_id).delete()
+            if group.run_id is not None:
+                Run.objects.filter(pk=group.run_id).delete()
             SpanGroup.objects.filter(pk=group.pk).delete()
             continue
         followed = follow.Followed(follow.conversation_of(group, calls))
@@ -142,7 +143,7 @@ def _unstorable(call: SpanCall) -> str:
 
 
 def _receive(
-    owner: AbstractBaseUser,
+    owner: User,
     groups: dict[str, list[SpanCall]],
     rejected: list[str],
     serialized: Mapping[tuple[str, str], bytes],
@@ -172,7 +173,7 @@ def _receive(
     return sum(len(p.new) for p in plans), runs, {p.group.key for p in plans}
 
 
-def _apply(owner: AbstractBaseUser, plans: list[Plan]) -> list[Run]:
+def _apply(owner: User, plans: list[Plan]) -> list[Run]:
     """Bring the planned groups' runs in step, a new version of each group (what
     another process followed of it is stale). Returns the runs that changed."""
     SpanGroup.objects.filter(pk__in=[p.group.pk for p in plans]).update(version=F("version") + 1)
@@ -195,7 +196,7 @@ class Plan:
     synced: tuple[core.Message, ...] | None
 
 
-def _plan(owner: AbstractBaseUser, group: SpanGroup, new: list[SpanCall]) -> Plan:
+def _plan(owner: User, group: SpanGroup, new: list[SpanCall]) -> Plan:
     """Add the group's `new` calls to what this process followed of it when it
     followed the group up to what is stored and they start no earlier than the last
     one; otherwise put every stored call and the new ones together again (each call's
@@ -213,7 +214,7 @@ def _plan(owner: AbstractBaseUser, group: SpanGroup, new: list[SpanCall]) -> Pla
     return Plan(group, new, followed, followed.conversation.run(BODY, None), synced)
 
 
-def _bring_in_step(owner: AbstractBaseUser, plans: list[Plan]) -> list[Run]:
+def _bring_in_step(owner: User, plans: list[Plan]) -> list[Run]:
     """Bring every planned group's run in step: new runs created together, runs that
     only grew appended together, any other change (a tail replaced, a new title or
     compaction, a run this process did not follow) one run at a time. Returns the
@@ -227,16 +228,18 @@ def _bring_in_step(owner: AbstractBaseUser, plans: list[Plan]) -> list[Run]:
         growth = _growth(stored, plan)
         if growth is None:
             whole = Run.objects.get(pk=stored.pk)
-            _, count = sync_run(owner, _stream_key(plan.group), plan.run, whole, plan.synced)
+            _, count = do_sync_run(owner, _stream_key(plan.group), plan.run, whole, plan.synced)
             plan.group.run = whole
             changed += [whole] if count is not None else []
         elif growth.messages:
             growths.append(growth)
-    grow_runs(growths)
-    made = create_runs(owner, [(p.run, _stream_key(p.group), _rows(p.run.messages)) for p in new])
+    do_grow_runs(growths)
+    made = do_create_runs(
+        owner, [(p.run, _stream_key(p.group), _rows(p.run.messages)) for p in new]
+    )
     for plan, run in zip(new, made, strict=True):
         plan.group.run = run
-    SpanGroup.objects.bulk_update([p.group for p in new], ["run"])
+    update_rows([p.group for p in new], ["run"])
     return [*made, *(g.stored for g in growths), *changed]
 
 
@@ -261,7 +264,7 @@ def _stream_key(group: SpanGroup) -> str:
     return f"otel:{group.key}"[:600]
 
 
-def _keep_followed(owner: AbstractBaseUser, plan: Plan) -> None:
+def _keep_followed(owner: User, plan: Plan) -> None:
     """Remember what this process now follows of the plan's group (the most recently
     changed follow.FOLLOWED_KEPT groups)."""
     followed, group = plan.followed, plan.group
