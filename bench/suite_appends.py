@@ -6,8 +6,10 @@ Workloads (WORKLOADS): batches of 1 and of 10 messages per request, from one cli
 from CLIENTS clients at once (each streaming its own run, as that many agents would),
 MESSAGES messages in all for each, every text its own (~300 characters; assistant
 messages carry usage). Each client first appends WARMUP batches, not timed.
-Figures: messages per second sustained (issue 14: a batch of 1 >= 300/s, a batch of
-10 >= 2,000/s) and CLIENTS clients' rate as a ratio to one client's (at least 1x).
+Figures: messages per second sustained per web process (issue 30: a batch of 1 >= 150/s,
+a batch of 10 >= 2,000/s is enough; issue 14 had asked 300/s of a batch of 1, which
+written-out SQL bought and the ORM does not) and CLIENTS clients' rate as a ratio to one
+client's (at least 1x).
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ MESSAGES = {1: 600, 10: 4_000}
 """Batch size -> messages appended in all (per workload)."""
 CLIENTS = 4
 WARMUP = 5
-TARGETS = {1: 300, 10: 2_000}
-"""Batch size -> messages per second, at least (issue 14)."""
+TARGETS = {1: 150, 10: 2_000}
+"""Batch size -> messages per second, at least (issue 30)."""
 TEXT = "read the file, then call a tool and write the result back into the context " * 4
 
 
