@@ -280,3 +280,32 @@ def test_next_problem_includes_info_problems(alice_client, run):
     assert {p.severity for p in problems if p.step == first} == {"info"}
     url = reverse("step", args=[run.public_id, first])
     assert f'id="next-problem" href="{url}' in page
+
+
+def test_a_page_of_one_policy_simulates_it_alone_and_the_dashboard_three(
+    alice_client, run, monkeypatch
+):
+    from webapp.dashboard import analysis
+
+    policies: list[str] = []
+    real = analysis.simulate
+
+    def counted(sk, policy, *args, **kwargs):
+        policies.append(policy.name)
+        return real(sk, policy, *args, **kwargs)
+
+    monkeypatch.setattr(analysis, "simulate", counted)
+    query = {"policy": "mythex", "compare": "turns"}
+    pages = {
+        "run": reverse("run", args=[run.public_id]),
+        "ledger": reverse("ledger", args=[run.public_id]),
+        "step": reverse("step", args=[run.public_id, 1]),
+        "export": reverse("export", args=[run.public_id, "json"]),
+    }
+    seen = {}
+    for name, url in pages.items():
+        policies.clear()
+        assert alice_client.get(url, query).status_code == 200
+        seen[name] = list(policies)
+    assert seen["run"] == ["mythex", "turns", "as_logged"]
+    assert seen["ledger"] == seen["step"] == seen["export"] == ["mythex"]

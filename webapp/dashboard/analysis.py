@@ -66,10 +66,15 @@ def analyse(
     state: ViewState,
     estimators: dict[str, Estimator] | None = None,
     lender: Run | None = None,
+    *,
+    alone: bool = False,
+    baseline: bool = True,
 ) -> Analysis:
-    """Simulate the state's policy (and the compared one) on the run, sizes reconciled
-    with its measured usage unless the state says not to, or with the fit of `lender`
-    (a run of the same model) when given (docs/truth.md)."""
+    """Simulate the state's policy (and, unless `alone`, the compared one, and what was
+    sent unless not `baseline`) on the run, sizes reconciled with its measured usage
+    unless the state says not to, or with the fit of `lender` (a run of the same model)
+    when given (docs/truth.md). A page that shows the state's policy only (the ledger, a
+    step, an export, a frontier's point) asks for it `alone`: one simulation, not three."""
     stand_in = STAND_INS.get(state.estimator, "") if state.estimator in run.counting else ""
     used = stand_in or state.estimator
     counter = (estimators or ESTIMATORS)[used]
@@ -104,17 +109,21 @@ def analyse(
     )
     try:
         main = limits(sk, POLICIES[state.policy], state.params)
-        other = limits(sk, POLICIES[state.compare], state.compare_params) if state.compare else None
-        baseline = (
-            limits(sk, POLICIES[REPLAY]) if REPLAY not in (state.policy, state.compare) else None
+        other = (
+            limits(sk, POLICIES[state.compare], state.compare_params)
+            if state.compare and not alone
+            else None
+        )
+        sent = (
+            limits(sk, POLICIES[REPLAY])
+            if REPLAY not in (state.policy, state.compare) and baseline and not alone
+            else None
         )
     except ValueError as exc:  # a policy that cannot work with these settings says why
         raise BadQuery(f"{state.policy}: {exc}") from None
     cost = measured_total(sk, prices)
     problems = detect(main)
-    return Analysis(
-        state, main, problems, other, rec, prices, cost, baseline, len(points), stand_in
-    )
+    return Analysis(state, main, problems, other, rec, prices, cost, sent, len(points), stand_in)
 
 
 def _compaction_points(

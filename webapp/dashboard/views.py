@@ -55,10 +55,12 @@ def _frame(request: HtmxHttpRequest, public_id: str) -> Frame:
     )
 
 
-def _analysed(request: HtmxHttpRequest, frame: Frame) -> Analysis:
-    """The analysis the query asks for; raises viewstate.BadQuery naming what is wrong."""
+def _analysed(request: HtmxHttpRequest, frame: Frame, *, alone: bool = False) -> Analysis:
+    """The analysis the query asks for (the state's policy `alone`, for a page that
+    shows nothing else); raises viewstate.BadQuery naming what is wrong."""
     state = viewstate.read_state(request.GET, frame.estimators, frame.defaults)
-    return analysis.analyse(frame.run, state, frame.estimators, _lender(request, state.borrow))
+    lender = _lender(request, state.borrow)
+    return analysis.analyse(frame.run, state, frame.estimators, lender, alone=alone)
 
 
 def _lender(request: HtmxHttpRequest, public_id: str) -> Run | None:
@@ -140,7 +142,7 @@ def step_inspector(request: HtmxHttpRequest, public_id: str, step: int) -> HttpR
     frame = _frame(request, public_id)
     page = context(frame)
     try:
-        result = _analysed(request, frame)
+        result = _analysed(request, frame, alone=True)
     except viewstate.BadQuery as exc:
         return render(request, "dashboard/step.html", {**page, "error": str(exc)}, status=400)
     steps = len(result.main.records)
@@ -177,7 +179,7 @@ def export_records(request: HtmxHttpRequest, public_id: str, kind: str) -> HttpR
     if kind not in ("csv", "json"):
         raise Http404("exports are csv or json")
     try:
-        result = _analysed(request, _frame(request, public_id))
+        result = _analysed(request, _frame(request, public_id), alone=True)
     except viewstate.BadQuery as exc:
         return JsonResponse({"error": str(exc)}, status=400)
     name = f"contextsim-{public_id}-{result.state.policy}"
@@ -197,7 +199,7 @@ def ledger(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
     frame = _frame(request, public_id)
     template = "dashboard/ledger.html#ledger" if request.htmx else "dashboard/ledger.html"
     try:
-        result = _analysed(request, frame)
+        result = _analysed(request, frame, alone=True)
     except viewstate.BadQuery as exc:
         return render(request, template, {**context(frame), "error": str(exc)}, status=400)
     changed = [p for p in viewstate.param_controls(result.state) if p["value"] != p["default"]]

@@ -33,7 +33,7 @@ def analyse_fleet(
     """Simulate the state (and its compared policy) on every run."""
     rows = []
     for run in runs:
-        result = analyse(run, state, estimators)
+        result = analyse(run, state, estimators, baseline=False)
         other = outcome(result.other, []) if result.other is not None else None
         rows.append(FleetRow(run, outcome(result.main, result.problems), other, result))
     others = [r.other for r in rows if r.other is not None]
@@ -60,7 +60,7 @@ def frontier(
     for policy, params in chosen:
         for budget in budgets:
             alone = replace(state, policy=policy, params=params, compare="", budget=budget)
-            results = [analyse(run, alone, estimators) for run in runs]
+            results = [analyse(run, alone, estimators, alone=True) for run in runs]
             configs.append(Config(policy, budget))
             found.append(totals(outcome(r.main, r.problems) for r in results))
     return configs, found
