@@ -102,3 +102,24 @@ def test_run_page_lists_requests_with_every_estimator_and_measured(alice, alice_
 
 def test_unknown_run_is_404_not_500(alice_client):
     assert alice_client.get("/runs/nope/").status_code == 404
+
+
+def test_a_small_upload_is_counted_by_every_estimator_as_it_is_written(alice_client, monkeypatch):
+    """Imported while the uploader waits: nothing is read back to be counted."""
+    from contextsim.counting.estimators import ESTIMATORS
+    from webapp.models import Message, Run, RunSkeleton
+    from webapp.store.actions import derivation
+
+    def never(*args, **kwargs):
+        raise AssertionError("a stored message was read back")
+
+    monkeypatch.setattr(derivation, "stored_message", never)
+    log = b'{"role": "user", "content": "read it"}\n{"role": "assistant", "content": "ok"}\n'
+    assert upload(alice_client, ("chat.jsonl", log)).status_code == 200
+    run = Run.objects.get()
+    assert run.counting == []
+    assert set(RunSkeleton.objects.filter(run=run).values_list("estimator", flat=True)) == set(
+        ESTIMATORS
+    )
+    for counts in Message.objects.filter(run=run).values_list("counts", flat=True):
+        assert set(counts) == set(ESTIMATORS)

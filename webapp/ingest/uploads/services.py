@@ -51,25 +51,26 @@ def store_upload(
         return ImportJob.objects.create(upload=upload)
 
 
-def run_import(job_id: int) -> ImportJob:
+def run_import(job_id: int, *, count_now: bool = False) -> ImportJob:
     """Take the job (webapp.jobs.services), parse its upload and save its runs; on bad
     input save none of them and record the error on the job. The runs are written
     unseen a batch at a time (webapp.store.actions.saving) and shown in the transaction that
     records the job done, so a job taken up again after its worker was lost saves them
-    once. A job not queued (done, or held by a live worker) is left as it is. Returns
-    the job."""
+    once. A job not queued (done, or held by a live worker) is left as it is. `count_now`
+    (a small file imported while its uploader waits) counts every estimator as the runs
+    are written, rather than reading them back to count them. Returns the job."""
     attempt = jobs.claim(ImportJob, job_id)
     if attempt is not None:
         with jobs.holding(ImportJob, job_id, attempt) as hold:
             job = ImportJob.objects.select_related("upload").get(pk=job_id)
             try:
-                _import(job, attempt, hold)
+                _import(job, attempt, hold, count_now)
             except jobs.LeaseLost:
                 logger.warning("import job %s: another attempt took it over", job_id)
     return ImportJob.objects.select_related("upload", "duplicate_of").get(pk=job_id)
 
 
-def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
+def _import(job: ImportJob, attempt: int, hold: jobs.Hold, count_now: bool = False) -> None:
     upload = job.upload
     staged: list[Run] = []
     shown: list[Run] = []
@@ -91,7 +92,7 @@ def _import(job: ImportJob, attempt: int, hold: jobs.Hold) -> None:
                 )
                 return
             with checkpoints.beside():
-                shown = _write(job, attempt, hold, staged)
+                shown = _write(job, attempt, hold, staged, count_now)
         _index(job, shown, hold)
         _count(job, shown, hold)
         jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.DONE)
@@ -121,7 +122,9 @@ def _counts_left(job: ImportJob, attempt: int, upload: Upload) -> None:
     jobs.finish(ImportJob, job.pk, attempt, status=ImportJob.Status.DONE, warnings=warnings)
 
 
-def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> list[Run]:
+def _write(
+    job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run], count_now: bool = False
+) -> list[Run]:
     """Read the upload a piece at a time (contextsim.ingest.detect.pieces_of: a big native
     document is parsed as it is written, never held whole), write its runs counted by
     the estimator they are first shown with (staged: unseen, saving.do_stage_run), and show
@@ -146,7 +149,9 @@ def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> 
         hold.check()
         filling = fillings.get(piece.run)
         if filling is None:
-            staged.append(saving.do_stage_run(owner=upload.owner, upload=upload))
+            staged.append(
+                saving.do_stage_run(owner=upload.owner, upload=upload, count_now=count_now)
+            )
             filling = fillings[piece.run] = saving.Filling(staged[-1])
         filling.add(piece.messages)
         written += len(piece.messages)
@@ -158,7 +163,9 @@ def _write(job: ImportJob, attempt: int, hold: jobs.Hold, staged: list[Run]) -> 
     for number, facts in end.runs:
         filling = fillings.get(number)
         if filling is None:  # a run without messages
-            staged.append(saving.do_stage_run(owner=upload.owner, upload=upload))
+            staged.append(
+                saving.do_stage_run(owner=upload.owner, upload=upload, count_now=count_now)
+            )
             filling = saving.Filling(staged[-1])
         filling.finish(facts)
         shown.append(filling.stored)

@@ -29,7 +29,7 @@ def upload(request: SignedInRequest) -> HttpResponse:
                 request.user, f.name or "upload", f, form.cleaned_data["format"]
             )
             if (f.size or 0) <= SYNC_IMPORT_BYTES:
-                job = imports.run_import(job.pk)
+                job = imports.run_import(job.pk, count_now=True)
             else:
                 tasks.import_upload.delay(job.pk)
             jobs.append(job)
@@ -47,7 +47,7 @@ def import_again(request: SignedInRequest, public_id: str) -> HttpResponse:
         return HttpResponse("this import was not refused as a duplicate", status=400)
     job = imports.import_again(job)
     if job.upload.size <= SYNC_IMPORT_BYTES:
-        job = imports.run_import(job.pk)
+        job = imports.run_import(job.pk, count_now=True)
     else:
         tasks.import_upload.delay(job.pk)
     if request.htmx:

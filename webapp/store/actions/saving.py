@@ -161,17 +161,20 @@ def do_stage_run(
     *,
     owner: User | None,
     upload: Upload | None,
+    count_now: bool = False,
 ) -> Run:
     """The row of `run` (or of a run whose facts come at the end, `Filling.finish`) as a
     run nobody sees yet (`ready` False), its messages still to be written (`do_fill_run`,
     or `Filling`). `do_publish_runs` shows it; a failed import deletes it
     (`do_drop_runs`). Its messages are counted by the estimator it is first shown with
-    (estimators.SHOWN_FIRST); every
-    other estimator's counts are left to webapp.store.actions.derivation (`counting`): the
-    real tokenizers are most of a large import's time, and the other fast ones cost as
-    much again as everything else before the run can be browsed."""
+    (estimators.SHOWN_FIRST); every other estimator's counts are left to
+    webapp.store.actions.derivation (`counting`): the real tokenizers are most of a large
+    import's time, and the other fast ones cost as much again as everything else before
+    the run can be browsed. A small file imported while its uploader waits is counted by
+    every estimator as it is written (`count_now`): reading its messages back to count
+    them would cost more than counting them then."""
     facts = run if run is not None else core.Run(title="importing…", messages=())
-    later = [name for name in ESTIMATORS if name != SHOWN_FIRST]
+    later = [] if count_now else [name for name in ESTIMATORS if name != SHOWN_FIRST]
     return _create(facts, owner, upload, Visibility.PRIVATE, "", ready=False, counting=later)
 
 
