@@ -24,9 +24,7 @@ from webapp.models import CustomRates, EstimatorReport, Message, Run, RunSkeleto
 from webapp.store.actions.appends import do_append_messages, do_create_live_run
 from webapp.store.cache import CACHE
 
-LAST_USED = re.compile(
-    r'UPDATE "?webapp_apitoken"? SET "?last_used"? = (\'[^\']*\'|\S+) WHERE [^,]*$', re.I
-)
+LAST_USED = re.compile(r'UPDATE "?webapp_apitoken"? SET "?last_used"? = [^,]+ WHERE [^,]*$', re.I)
 OWN = re.compile(r'\b(?:INTO|UPDATE|FROM)\s+"?(webapp_\w+)"?', re.I)
 
 
@@ -113,4 +111,6 @@ def test_the_write_finder_finds_a_write_of_the_web_apps_tables():
         'UPDATE "webapp_apitoken" SET "last_used" = \'2026\' WHERE "webapp_apitoken"."id" = 1'
     )
     assert _writes([{"sql": last_used}]) == []
+    on_postgres = last_used.replace("51'", "51'::timestamptz")
+    assert _writes([{"sql": on_postgres}]) == []
     assert _writes([{"sql": 'UPDATE "webapp_apitoken" SET "revoked" = 1, "last_used" = 2'}])
