@@ -111,6 +111,7 @@ def test_the_write_finder_finds_a_write_of_the_web_apps_tables():
         'UPDATE "webapp_apitoken" SET "last_used" = \'2026\' WHERE "webapp_apitoken"."id" = 1'
     )
     assert _writes([{"sql": last_used}]) == []
-    on_postgres = last_used.replace("51'", "51'::timestamptz")
+    on_postgres = last_used.replace("'2026'", "'2026'::timestamptz")
+    assert on_postgres != last_used
     assert _writes([{"sql": on_postgres}]) == []
     assert _writes([{"sql": 'UPDATE "webapp_apitoken" SET "revoked" = 1, "last_used" = 2'}])
