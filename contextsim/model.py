@@ -41,8 +41,14 @@ class TextPart:
 
 @dataclass(frozen=True, slots=True)
 class ThinkingPart:
+    """Reasoning the model wrote. `text` is what the log shows of it (a summary, or
+    nothing when it is encrypted); `opaque_chars` is the length in characters of its
+    encrypted form (0 when there is none), which no estimator counts as text but which
+    a harness may estimate tokens from (Codex does, to decide when to compact)."""
+
     text: str
     type: Literal["thinking"] = "thinking"
+    opaque_chars: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -112,6 +112,7 @@ class SkeletonBuilder:
         self.stub_chars: list[tuple[int, ...]] = []
         self.summaries: list[int] = []
         self.times: list[float | None] = []
+        self.opaque: list[int] = []
         self._answered: list[int] = []
         """The assistant messages' indexes: each ends a request (model.request_bounds)."""
 
@@ -146,6 +147,9 @@ class SkeletonBuilder:
         self.user_turn.append(message.is_user_turn)
         self.result_count.append(len(results))
         self.times.append(message.time)
+        self.opaque.append(
+            sum(p.opaque_chars for p in message.parts if isinstance(p, ThinkingPart))
+        )
         if message.compact_summary:
             self.summaries.append(i)
         pieces, inputs = self._forms.add(message)
@@ -229,6 +233,7 @@ class SkeletonBuilder:
             "summaries": tuple(self.summaries),
             # Counted in C: a live run's builder finishes after every append.
             "times": tuple(self.times) if self.times.count(None) < len(self.times) else (),
+            "opaque_thinking": tuple(self.opaque) if any(self.opaque) else (),
         }
         out = {}
         for estimator in self.estimators:

@@ -31,6 +31,19 @@ def counted_text(text: str) -> str:
     return MARKER.sub(lambda m: _filler(int(m.group(1))), text)
 
 
+ENCRYPTED = re.compile(r"\[REDACTED_ENCRYPTED_CONTENT len=(\d{1,9})(?: sha=[0-9a-f]{0,64})?\]")
+"""The marker a scrubbed log leaves in place of encrypted content (Codex reasoning)."""
+
+
+def encrypted_length(value: object) -> int:
+    """Characters of an encrypted blob as the log gives it: its length, or the length a
+    redaction marker says it had; 0 for anything that is not a string."""
+    if not isinstance(value, str):
+        return 0
+    found = ENCRYPTED.fullmatch(value)
+    return int(found.group(1)) if found else len(value)
+
+
 def _filler(length: int) -> str:
     times = length // len(FILLER) + 1
     return (FILLER * times)[:length]

@@ -95,6 +95,10 @@ class Skeleton:
     less MESSAGE_OVERHEAD; 0 for a message without thinking): what Anthropic's
     clear_thinking edit removes, and the `thinking` kind of the composition. () for a
     skeleton stored before LAYOUT 2 (read as no thinking)."""
+    opaque_thinking: tuple[int, ...] = ()
+    """Per message, the characters of its encrypted reasoning (model.ThinkingPart.
+    opaque_chars); () when no message has any. No estimator counts them: a policy that
+    models a harness estimating tokens from them (Codex) reads them here."""
     memory: dict[Hashable, Any] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
@@ -135,10 +139,10 @@ def thinking_of(sk: Skeleton) -> Sequence[int]:
     return sk.thinking_tokens or (0,) * sk.size
 
 
-LAYOUT = 3
+LAYOUT = 4
 """The version of the stored form (to_dict). Raised when a field is added that a stored
 skeleton cannot do without or whose meaning changes (2: thinking_tokens, times; 3: a
-ToolMessage piece says when its call did not parse), so stored skeletons of an older
+ToolMessage piece says when its call did not parse; 4: opaque_thinking), so stored skeletons of an older
 layout are built again from their run's messages (see `current`)."""
 
 FIELDS = tuple(f.name for f in fields(Skeleton) if f.init)

@@ -23,6 +23,7 @@ from contextsim.engine.simulate import MAX_TOKENS, reconcile_skeleton, simulate
 from contextsim.ingest.detect import parse_path
 from contextsim.registry import POLICIES
 from contextsim.truth.prices import model_facts, run_measured_cost
+from tests.conftest import corpus_files
 
 LOGS = [
     "claude_code/codemie_session-624a4a58.jsonl",
@@ -167,3 +168,34 @@ def test_fitted_rates_and_their_constant_explain_what_was_sent(corpus: Path, nam
     ]
     errors = [abs(e - m) / m for e, m in zip(estimates, measured, strict=True)]
     assert statistics.median(errors) <= 0.15, errors
+
+
+def _codex_calls_before_compactions(path: Path) -> list[int]:
+    """Per `compacted` line of a rollout: how many model calls came before it, read
+    from the usage events (each call's totals change once; a zero usage is the
+    compaction's own bookkeeping), so the first request after it is that step."""
+    calls, last, found = 0, None, []
+    for line in path.read_text().splitlines():
+        data = json.loads(line)
+        payload = data.get("payload") or {}
+        if data.get("type") == "compacted":
+            found.append(calls)
+        elif payload.get("type") == "token_count" and payload.get("info"):
+            usage = payload["info"]["last_token_usage"]
+            total = payload["info"]["total_token_usage"]
+            if usage["input_tokens"] + usage["output_tokens"] and total != last:
+                calls += 1
+            last = total
+    return found
+
+
+@pytest.mark.parametrize("path", corpus_files("codex", "*rollout-*.jsonl"))
+def test_codex_auto_compact_fires_where_the_real_one_did_and_only_there(path: Path):
+    real = _codex_calls_before_compactions(path)
+    (run,) = parse_path(str(path)).runs
+    _, _, sim = _replay(run, "codex_auto_compact")
+    first = next((r.step for r in sim.records if r.stage == "summarize"), None)
+    if not real:
+        assert first is None
+    else:
+        assert first is not None and abs(first - real[0]) <= 3, (first, real)

@@ -8,7 +8,7 @@ messages kept through a compaction, a constant).
 
 from __future__ import annotations
 
-from contextsim.systems.codex.policies import CodexParams
+from contextsim.systems.codex.policies import USABLE_PERCENT, CodexParams
 from contextsim.systems.exporting import ExportContext, Exporter, Snippet
 
 USER_MESSAGE_TOKENS = 20_000
@@ -19,7 +19,8 @@ def auto_compact(ctx: ExportContext) -> tuple[Snippet, ...]:
     """The window and the compaction limit, both written out: the window is the
     params' or, when they leave it to the run, the hard limit."""
     params: CodexParams = ctx.params
-    window = params.window or ctx.hard_limit
+    # The hard limit is the usable window, 95% of the model's (as rollouts state it).
+    window = params.window or round(ctx.hard_limit * 100 / USABLE_PERCENT)
     limit = params.compact_limit or window * 9 // 10
     text = (
         "# ~/.codex/config.toml\n"
@@ -32,8 +33,9 @@ def auto_compact(ctx: ExportContext) -> tuple[Snippet, ...]:
     ]
     if params.window is None:
         notes.append(
-            f"The window is the run's hard limit ({ctx.hard_limit:,}); without "
-            "model_context_window Codex takes the model's own (272,000 for gpt-5)."
+            f"The window is the one whose usable {USABLE_PERCENT}% is the run's hard limit "
+            f"({ctx.hard_limit:,}); without model_context_window Codex takes the model's "
+            "own (272,000 for gpt-5)."
         )
     if params.user_message_tokens != USER_MESSAGE_TOKENS:
         notes.append(

@@ -21,9 +21,17 @@ How the run is built (each choice keeps the counts honest):
   include the cached ones, so Usage.input_tokens = input - cached, cache_read = cached.
   Codex writes each event twice (again before the next call) and some with ``info``
   null: an event equal to the one before, or null, is ignored. An all-zero usage is the
-  bookkeeping of a compaction, not a model call. A usage that finds no call waiting for
-  one is attached to nothing and counted in a warning.
-- Reasoning is a ThinkingPart holding its summary; encrypted reasoning counts as nothing.
+  bookkeeping of a compaction, not a model call. Where an event stands depends on the
+  version: from 0.94 on it follows its call's items; 0.64/0.65 write it before them (the
+  response is streamed to its end before its items are recorded). The file's first
+  usage tells which: one that comes before any model output is held for the call that
+  follows. A usage that finds no call for it is attached to nothing and counted in a
+  warning.
+- The window is ``info.model_context_window`` of every token_count (``task_started``
+  states it only in some versions): the last one stated. It is the usable window, 95%
+  of the model's (258,400 for gpt-5's 272,000).
+- Reasoning is a ThinkingPart holding its summary and the length of its encrypted
+  content (``opaque_chars``; a redaction marker's ``len=``); no estimator counts it.
 - A web search is a tool call whose arguments are its action; it has no result item.
 - ``compacted`` becomes a Compaction (pre_tokens: the last measured context; trigger
   ``manual`` when a task did nothing but compact, as ``/compact`` does, else ``auto``)
@@ -151,6 +159,8 @@ class _Builder:
         self.task_fresh = False  # nothing said since the task started
         self.manual: int | None = None  # a compaction that may be a /compact task
         self.announced = False  # a compacted record awaiting its context_compacted event
+        self.usage_first: bool | None = None  # 0.64/0.65: a call's usage precedes its items
+        self.held: Usage | None = None  # such a usage, until its call is read
         self.skipped: Counter[str] = Counter()
         self.window: int | None = None  # model_context_window, as the rollout states it
         self.instructions = ""  # session_meta.base_instructions: sent with every request
@@ -219,9 +229,12 @@ class _Builder:
         self.messages.append(Message(new, parts, source=where, time=self.now))
 
     def _end_call(self, usage: Usage | None) -> bool:
-        """Close the model call being read, if any; True when there was one."""
+        """Close the model call being read, if any; True when there was one. In a file
+        whose usage comes first, the usage held for the call is its own."""
         if not self.call:
             return False
+        if usage is None and self.held is not None:
+            usage, self.held = self.held, None
         self.last_call = len(self.messages)
         self.last_measured = usage is not None
         self.messages.append(
@@ -255,11 +268,22 @@ class _Builder:
             return
         expect(self.path, where, info, dict, "token_count 'info' object or null")
         self.last_info = info
+        window = info.get("model_context_window")
+        if isinstance(window, int) and not isinstance(window, bool) and 0 < window < 10**9:
+            self.window = window
         last = expect(self.path, where, info.get("last_token_usage"), dict, "'last_token_usage'")
         usage = _usage(self.path, where, last)
         if usage.context == 0 and usage.output_tokens == 0:
             return
         self.last_context = usage.context
+        if self.usage_first is None:
+            self.usage_first = not self.call and self.last_call < 0
+        if self.usage_first:
+            self._end_call(None)
+            if self.held is not None:  # two usages with no call between them
+                self.orphan_usage += 1
+            self.held = usage
+            return
         if self._end_call(usage):
             return
         if 0 <= self.last_call < self.handed:
@@ -374,8 +398,9 @@ class _Builder:
         out = [f"{self.path}: skipped {n} x {what}" for what, n in sorted(self.skipped.items())]
         if self.other_models:
             out.append(f"{self.path}: also used {', '.join(self.other_models)}; run says first")
-        if self.orphan_usage:
-            out.append(f"{self.path}: {self.orphan_usage} usage event(s) follow no model output")
+        orphans = self.orphan_usage + (self.held is not None)  # held for a call never read
+        if orphans:
+            out.append(f"{self.path}: {orphans} usage event(s) follow no model output")
         return out
 
 

@@ -1,14 +1,25 @@
 """Codex CLI's context policy: auto-compaction past `model_auto_compact_token_limit`
 (90% of the window by default), stateful.
+
+How Codex decides (openai/codex codex-rs/core, read at 0.65-0.104): after each
+response it takes the response's total tokens (input and output, as the API measured
+them) and adds its own estimate of the encrypted reasoning items that come before the
+newest user message (the API does not send those back, so they are not in the measured
+input, but Codex keeps them in its history): per item, (3/4 x the base64 length - 650)
+bytes, 4 bytes a token. At `model_auto_compact_token_limit` or more it compacts before
+the next request. The limit defaults to 90% of the model's window (272,000 for gpt-5:
+244,800); the rollouts state the window as 95% of it (`model_context_window` 258,400),
+the part Codex lets a request fill.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from contextsim.counting.estimators import MESSAGE_OVERHEAD
-from contextsim.counting.skeleton import prefix_sums
-from contextsim.engine.condensing import run_window
+from contextsim.counting.skeleton import Skeleton, prefix_sums
+from contextsim.engine.condensing import logged_total, run_window
 from contextsim.engine.cuts import leading_system
 from contextsim.engine.policy import Context, Plan, plain_accounts
 
@@ -22,14 +33,41 @@ CODEX_SUMMARY_PREFIX = (
 @dataclass(frozen=True, slots=True)
 class CodexParams:
     window: int | None = None
-    """The model's context window (None: the rollout's model_context_window, else the
-    model's from genai-prices, else 272,000 as for gpt-5)."""
+    """The model's context window (None: 100/95 of the window the rollout states, which
+    is the 95% Codex lets a request fill; else the model's from genai-prices, else
+    272,000 as for gpt-5)."""
     compact_limit: int | None = None
     """Total tokens that trigger a compaction (None: 90% of the window)."""
     user_message_tokens: int = 20_000
     """The user messages kept through a compaction, newest first, at most this many."""
     summary_tokens: int = 2_000
     """Tokens of the summary the model writes (an assumption)."""
+
+
+USABLE_PERCENT = 95
+"""The share of the model's window Codex states and lets a request fill
+(effective_context_window_percent)."""
+
+
+def model_window(sk: Skeleton, params: CodexParams) -> int:
+    """The model's window in tokens, as CodexParams.window says."""
+    if params.window:
+        return params.window
+    if sk.context_window:
+        return round(sk.context_window * 100 / USABLE_PERCENT)
+    return run_window(sk, 272_000)
+
+
+def compact_limit(sk: Skeleton, params: CodexParams) -> int:
+    """The total tokens at which Codex compacts: the params' limit, else 90% of the
+    model's window."""
+    return params.compact_limit or model_window(sk, params) * 9 // 10
+
+
+def reasoning_estimate(chars: int) -> int:
+    """Codex's estimate, in tokens, of an encrypted reasoning item `chars` characters
+    long (base64): the decoded bytes less 650, 4 bytes a token, rounded up."""
+    return math.ceil(max(chars * 3 // 4 - 650, 0) / 4)
 
 
 class CodexPlanner:
@@ -41,8 +79,11 @@ class CodexPlanner:
         sk = self.sk = ctx.skeleton
         self.statics, self.acct = plain_accounts(sk)
         self.head = leading_system(sk)
-        window = params.window or run_window(sk, 272_000)
-        self.limit = params.compact_limit or window * 9 // 10
+        self.limit = compact_limit(sk, params)
+        opaque = sk.opaque_thinking or (0,) * sk.size
+        self.reasoning = prefix_sums([reasoning_estimate(c) if c else 0 for c in opaque])
+        self.newest_user = 0  # the newest user turn before the request being planned
+        self.seen = 0
         self.user = prefix_sums(
             [t if u else 0 for t, u in zip(sk.tokens, sk.user_turn, strict=True)]
         )
@@ -61,15 +102,25 @@ class CodexPlanner:
             note = self.fixed + min(users, self.p.user_message_tokens)
             plan = Plan(end, self.head, self.boundary, "s", note, stage="summarize")
         sk = self.sk
-        output = sk.tokens[end] if end < sk.size and sk.roles[end] == "assistant" else 0
-        if self.provider(self.acct.sent(plan)) + output >= self.limit:
+        for i in range(self.seen, end):
+            if sk.user_turn[i]:
+                self.newest_user = i
+        self.seen = max(self.seen, end)
+        start = self.boundary
+        earlier = self.reasoning[max(self.newest_user, start)] - self.reasoning[start]
+        total = None if self.boundary else logged_total(sk, end)
+        if total is None:
+            output = sk.tokens[end] if end < sk.size and sk.roles[end] == "assistant" else 0
+            total = self.provider(self.acct.sent(plan)) + output
+        if total + earlier >= self.limit:
             self.compact_next = True
         return plan
 
 
 class CodexPolicy:
-    """Codex CLI's auto-compaction: once a response's total tokens reach 90% of the
-    window, the history is replaced by the initial instructions, the user's messages
+    """Codex CLI's auto-compaction: once a response's total tokens (its measured input
+    and output, where the log measured them, plus Codex's estimate of the encrypted
+    reasoning before the newest user turn) reach 90% of the model's window, the history is replaced by the initial instructions, the user's messages
     (newest first, up to 20,000 tokens) and a summary, as one user message.
 
     Source: openai/codex, codex-rs/core (compact.rs: COMPACT_USER_MESSAGE_MAX_TOKENS

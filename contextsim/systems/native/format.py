@@ -277,7 +277,10 @@ def _part(path: str, where: str, data: Any) -> Part:
     if kind == "text":
         return TextPart(text("text"))
     if kind == "thinking":
-        return ThinkingPart(text("text"))
+        opaque = data.get("opaque_chars", 0)
+        if not isinstance(opaque, int) or isinstance(opaque, bool) or opaque < 0:
+            raise FormatError(path, f"{where}.opaque_chars", "expected a whole number >= 0")
+        return ThinkingPart(text("text"), opaque_chars=opaque)
     if kind == "tool_call":
         return ToolCallPart(
             text("id"),
@@ -301,6 +304,8 @@ def _part(path: str, where: str, data: Any) -> Part:
 
 def part_to_dict(part: Part) -> dict[str, Any]:
     """A part as its native JSON object."""
+    if isinstance(part, ThinkingPart) and part.opaque_chars:
+        return {"type": part.type, "text": part.text, "opaque_chars": part.opaque_chars}
     if isinstance(part, TextPart | ThinkingPart):
         return {"type": part.type, "text": part.text}
     if isinstance(part, ToolCallPart):

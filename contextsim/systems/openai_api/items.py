@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextsim.counting.redaction import encrypted_length
 from contextsim.ingest.base import Names, arguments_text, expect, text_of
 from contextsim.model import ImagePart, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
@@ -32,7 +33,8 @@ def item_parts(path: str, where: str, item: dict[str, Any]) -> tuple[Part, ...]:
     if kind == "message":
         return _content_parts(item.get("content"))
     if kind == "reasoning":
-        return (ThinkingPart(text_of(item.get("summary"))),)
+        opaque = encrypted_length(item.get("encrypted_content"))
+        return (ThinkingPart(text_of(item.get("summary")), opaque_chars=opaque),)
     if kind in OUTPUT_ITEMS:
         text, failed = _output(item.get("output"))
         return (ToolResultPart(_item_string(path, where, item, "call_id"), text, failed),)

@@ -25,10 +25,11 @@ def test_without_a_limit_it_is_90_percent_of_the_window_as_in_codex():
     assert config["model_auto_compact_token_limit"] == 244_800
 
 
-def test_without_a_window_the_hard_limit_is_written_and_the_note_says_so():
-    config, notes = exported(CodexParams(), hard_limit=400_000)
-    assert config == {"model_context_window": 400_000, "model_auto_compact_token_limit": 360_000}
-    assert "hard limit (400,000)" in notes
+def test_without_a_window_the_one_the_hard_limit_is_95_percent_of_is_written():
+    # Rollouts state gpt-5's usable window, 258,400: 95% of its 272,000.
+    config, notes = exported(CodexParams(), hard_limit=258_400)
+    assert config == {"model_context_window": 272_000, "model_auto_compact_token_limit": 244_800}
+    assert "hard limit (258,400)" in notes
 
 
 def test_what_codex_cannot_be_told_is_in_the_notes():

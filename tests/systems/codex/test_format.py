@@ -124,7 +124,7 @@ def test_parallel_function_calls_and_their_reasoning_are_one_model_call():
         "assistant",
     ]
     first = run.messages[1]
-    assert first.parts[0] == ThinkingPart("plan")
+    assert first.parts[0] == ThinkingPart("plan", opaque_chars=len("gAAAA"))
     assert first.parts[1] == TextPart("checking")
     assert [c.id for c in first.tool_calls] == ["c1", "c2", "c3"]
     assert first.source == "line 4"
@@ -467,3 +467,49 @@ def test_turn_context_instructions_are_the_developer_items_already_in_the_rollou
     texts = [m.text for m in run.messages if m.role == "system"]
     for sha in said:
         assert sum(sha in t for t in texts) == sum(sha in t for t in developer)
+
+
+def test_a_rollout_whose_usage_comes_before_its_call_gives_each_call_its_own():
+    # Codex 0.64/0.65 write a call's token_count before the call's items (and again
+    # after its outputs); the first usage, before any model output, tells the order.
+    (run,) = parse(
+        [
+            META,
+            message("user", "go"),
+            tokens(100),
+            call("c1"),
+            output("c1"),
+            tokens(100),
+            tokens(300),
+            call("c2"),
+            output("c2"),
+            tokens(300),
+            tokens(0, out=0),  # a compaction's bookkeeping
+            record("compacted", {"message": "summary"}),
+            tokens(50),
+            message("assistant", "done"),
+        ]
+    ).runs
+    calls = [m for m in run.messages if m.role == "assistant"]
+    assert [m.usage.context for m in calls] == [100, 300, 50]
+    # The compaction is placed after the call it measured, with that call's size.
+    assert run.compactions[0].pre_tokens == 300
+    assert run.messages[run.compactions[0].before_message - 1].role == "tool"
+
+
+def test_the_window_is_read_from_every_token_count():
+    info = tokens(100)
+    info["payload"]["info"]["model_context_window"] = 258_400
+    (run,) = parse([META, message("user", "go"), message("assistant", "hi"), info]).runs
+    assert run.context_window == 258_400
+
+
+def test_redacted_encrypted_reasoning_keeps_the_length_its_marker_states():
+    reasoning = item(
+        type="reasoning",
+        summary=[],
+        content=None,
+        encrypted_content="[REDACTED_ENCRYPTED_CONTENT len=1892 sha=f0869daf]",
+    )
+    (run,) = parse([META, message("user", "go"), reasoning, message("assistant", "x")]).runs
+    assert run.messages[1].parts[0] == ThinkingPart("", opaque_chars=1_892)
