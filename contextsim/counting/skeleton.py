@@ -142,8 +142,9 @@ def thinking_of(sk: Skeleton) -> Sequence[int]:
 LAYOUT = 4
 """The version of the stored form (to_dict). Raised when a field is added that a stored
 skeleton cannot do without or whose meaning changes (2: thinking_tokens, times; 3: a
-ToolMessage piece says when its call did not parse; 4: opaque_thinking), so stored skeletons of an older
-layout are built again from their run's messages (see `current`)."""
+ToolMessage piece says when its call did not parse; 4: opaque_thinking), so stored
+skeletons of an older layout are built again from their run's messages (see
+`current`)."""
 
 FIELDS = tuple(f.name for f in fields(Skeleton) if f.init)
 """The fields a stored skeleton holds (not its memory)."""

@@ -120,8 +120,9 @@ class CodexPlanner:
 class CodexPolicy:
     """Codex CLI's auto-compaction: once a response's total tokens (its measured input
     and output, where the log measured them, plus Codex's estimate of the encrypted
-    reasoning before the newest user turn) reach 90% of the model's window, the history is replaced by the initial instructions, the user's messages
-    (newest first, up to 20,000 tokens) and a summary, as one user message.
+    reasoning before the newest user turn) reach 90% of the model's window, the
+    history is replaced by the initial instructions, the user's messages (newest
+    first, up to 20,000 tokens) and a summary, as one user message.
 
     Source: openai/codex, codex-rs/core (compact.rs: COMPACT_USER_MESSAGE_MAX_TOKENS
     20,000, the summary prefix; auto-compact limit window * 9 / 10; gpt-5 context
