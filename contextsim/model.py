@@ -109,6 +109,12 @@ class Usage:
     cache_read: int = 0
     cache_write: int = 0
     output_tokens: int = 0
+    cache_write_1h: int = 0
+    """Of `cache_write`, the tokens written to Anthropic's 1-hour cache (billed at 2x
+    the input price, where a 5-minute write is billed at 1.25x)."""
+    model: str = ""
+    """The model that answered, where the log names it per response ("" for the run's
+    model): a response is priced at its own model's prices."""
 
     @property
     def context(self) -> int:
@@ -236,6 +242,10 @@ class Run:
     context_window: int | None = None
     harness_version: str = ""
     compaction_request: bool = False
+    window_source: str = ""
+    """Where `context_window` comes from, said for a person ("" when the log states it
+    or gives none): an agent system's rule for the model and version, or what the log
+    reveals."""
     """The run is the request that wrote a compaction's summary (Claude Code's
     ``acompact`` agent), attached to its session's compaction, not a subagent."""
     elisions: tuple[Elision, ...] = ()

@@ -162,6 +162,8 @@ class Run(models.Model):
     context_window = models.PositiveIntegerField(null=True, blank=True)
     """The window the log states (tokens), if it states one."""
     harness_version = models.CharField(max_length=40, blank=True)
+    window_source = models.CharField(max_length=300, blank=True)
+    """Where context_window comes from (contextsim.model.Run.window_source)."""
     compaction_request = models.BooleanField(default=False)
     """The request that wrote a compaction's summary (attached to its session's run)."""
     elisions = models.JSONField(default=list, blank=True)
@@ -240,6 +242,10 @@ class Message(models.Model):
     usage_cache_read = models.PositiveBigIntegerField(null=True, blank=True)
     usage_cache_write = models.PositiveBigIntegerField(null=True, blank=True)
     usage_output = models.PositiveBigIntegerField(null=True, blank=True)
+    usage_cache_write_1h = models.PositiveBigIntegerField(null=True, blank=True)
+    """Of usage_cache_write, the 1-hour cache writes (contextsim.model.Usage)."""
+    usage_model = models.CharField(max_length=200, blank=True)
+    """The model that answered, where the log says per response."""
     source = models.CharField(max_length=200, blank=True)
 
     class Meta:

@@ -17,6 +17,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from contextsim.analysis.estimator_report import compare_text, file_text, signed_error
@@ -35,7 +36,14 @@ from contextsim.model import Run, request_count
 from contextsim.registry import POLICIES
 from contextsim.truth.compaction_points import CompactionPoint, compaction_points, requests_of
 from contextsim.truth.costs import PRESETS, Prices
-from contextsim.truth.prices import ModelFacts, model_facts, run_limits, run_measured_cost
+from contextsim.truth.prices import (
+    ModelFacts,
+    assumed_prices,
+    model_facts,
+    run_limits,
+    run_measured_cost,
+    unpriced_models,
+)
 from contextsim.truth.reconcile import Reconciliation
 
 
@@ -96,7 +104,7 @@ def _simulate(args: argparse.Namespace) -> int:
         sk = build(run, estimator)
         ref = reference_tokens(run, reference) if reference is not None else None
         facts = model_facts(run.model)
-        prices = _prices(args.prices, args.price or [], None if args.prices else facts)
+        prices = _prices(args.prices, args.price or [], None if args.prices else facts, run.model)
         hard_limit, budget, said = run_limits(run, args.hard_limit, args.budget)
         if said:
             print(f"warning: {run.title}: {said}", file=sys.stderr)
@@ -117,6 +125,9 @@ def _simulate(args: argparse.Namespace) -> int:
             summary["reconciliation"] = rec.to_dict() if rec is not None else None
             summary["measured_cost"] = run_measured_cost(run.model, sk.usage, prices)
             summary["prices"] = prices.label
+            unpriced = unpriced_models(run.model, sk.usage, prices)
+            if unpriced:
+                summary["prices"] += f"; prices unknown for {', '.join(unpriced)}: not counted"
             out.append(summary)
     if args.json:
         print(json.dumps({"runs": out}, ensure_ascii=False, indent=1))
@@ -136,11 +147,19 @@ def _reconciliation(
     return reconciliation(sk, overhead=args.overhead, scale=args.scale, points=points)
 
 
-def _prices(preset: str | None, overrides: list[str], facts: ModelFacts | None = None) -> Prices:
+def _prices(
+    preset: str | None, overrides: list[str], facts: ModelFacts | None = None, model: str = ""
+) -> Prices:
     """The model's prices (genai-prices) when known and no preset is asked for, else a
-    preset; with `field=value` overrides (dollars per million tokens, or multipliers for
-    cache_read and cache_write)."""
-    base = facts.prices if facts is not None else PRESETS[preset or "anthropic"]
+    preset (named by the person, or standing in for `model`'s unknown prices, and
+    labelled so); with `field=value` overrides (dollars per million tokens, or
+    multipliers for cache_read and cache_write), which name them too."""
+    if facts is not None:
+        base = facts.prices
+    elif preset:
+        base = replace(PRESETS[preset], named=True)
+    else:
+        base = assumed_prices(model, PRESETS["anthropic"])
     values: dict[str, float] = {}
     for item in overrides:
         key, _, raw = item.partition("=")
@@ -162,6 +181,7 @@ def _prices(preset: str | None, overrides: list[str], facts: ModelFacts | None =
         cache_write=values.get("cache_write", base.cache_write),
         writes_cache=base.writes_cache,
         model="" if values else base.model,
+        named=bool(values) or base.named,
     )
 
 

@@ -223,6 +223,8 @@ class SkeletonBuilder:
             "final_mentions_space": space,
             "subagent": run.subagent,
             "compactions": tuple(c.before_message for c in run.compactions),
+            "compaction_pre_tokens": tuple(c.pre_tokens for c in run.compactions),
+            "compaction_triggers": tuple(c.trigger for c in run.compactions),
             "langchain": tuple(self.langchain),
             "call_inputs": tuple(self.call_inputs),
             "stub_chars": tuple(self.stub_chars),

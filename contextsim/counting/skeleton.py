@@ -95,6 +95,11 @@ class Skeleton:
     less MESSAGE_OVERHEAD; 0 for a message without thinking): what Anthropic's
     clear_thinking edit removes, and the `thinking` kind of the composition. () for a
     skeleton stored before LAYOUT 2 (read as no thinking)."""
+    compaction_pre_tokens: tuple[int | None, ...] = ()
+    """Per logged compaction (as `compactions`), the context size the log says it
+    compacted at (model.Compaction.pre_tokens); () when the skeleton has none."""
+    compaction_triggers: tuple[str, ...] = ()
+    """Per logged compaction (as `compactions`), "auto", "manual" or "" (unknown)."""
     opaque_thinking: tuple[int, ...] = ()
     """Per message, the characters of its encrypted reasoning (model.ThinkingPart.
     opaque_chars); () when no message has any. No estimator counts them: a policy that
@@ -153,22 +158,24 @@ OPTIONAL = frozenset(f.name for f in fields(Skeleton) if f.init and f.default is
 
 
 def to_dict(sk: Skeleton) -> dict[str, object]:
-    """The skeleton as JSON-ready data (usage as [input, cache_read, cache_write, output]),
-    with its LAYOUT under "layout"."""
+    """The skeleton as JSON-ready data (usage as [input, cache_read, cache_write, output],
+    with [cache_write_1h, model] after them when set), with its LAYOUT under "layout"."""
     out: dict[str, object] = {"layout": LAYOUT}
     for name in FIELDS:
         value = getattr(sk, name)
         if name == "usage":
-            value = [
-                None
-                if u is None
-                else [u.input_tokens, u.cache_read, u.cache_write, u.output_tokens]
-                for u in value
-            ]
+            value = [None if u is None else _usage_list(u) for u in value]
         elif isinstance(value, tuple):
             value = list(value)
         out[name] = value
     return out
+
+
+def _usage_list(u: Usage) -> list[object]:
+    """[input, cache_read, cache_write, output], then [cache_write_1h, model] when either
+    is set (the order of Usage's fields, so Usage(*list) reads it back)."""
+    out: list[object] = [u.input_tokens, u.cache_read, u.cache_write, u.output_tokens]
+    return [*out, u.cache_write_1h, u.model] if u.cache_write_1h or u.model else out
 
 
 def current(data: dict[str, object]) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from contextsim.counting.memory import per_skeleton
 from contextsim.counting.skeleton import KIND_INDEX, Skeleton
+from contextsim.model import Usage
 from contextsim.truth.prices import model_facts
 
 RESULT = KIND_INDEX["tool_result"]
@@ -41,20 +42,20 @@ def run_window(sk: Skeleton, fallback: int) -> int:
     return facts.context_window if facts and facts.context_window else fallback
 
 
-def logged_total(sk: Skeleton, end: int) -> int | None:
-    """The measured size, in tokens, of the log's response at message `end` (its
-    context and its output), when the request there is the one a policy that has not
-    acted yet would send: a request before the log's first compaction whose usage was
-    measured. None otherwise. A harness decides on the measured usage of what it sent,
-    so a policy modelling one decides on it too for as long as it sends the same."""
-    table = per_skeleton(sk, "logged_total", lambda: _logged_totals(sk))
+def logged_usage(sk: Skeleton, end: int) -> Usage | None:
+    """The measured usage of the log's response at message `end`, when the request
+    there is the one a policy that has not acted yet would send: a request before the
+    log's first compaction whose usage was measured. None otherwise. A harness decides
+    on the measured usage of what it sent, so a policy modelling one decides on it too
+    for as long as it sends the same."""
+    table = per_skeleton(sk, "logged_usage", lambda: _logged(sk))
     return table.get(end)
 
 
-def _logged_totals(sk: Skeleton) -> dict[int, int]:
+def _logged(sk: Skeleton) -> dict[int, Usage]:
     first = min((b for b in sk.compactions if b > 0), default=sk.size + 1)
     return {
-        r: u.context + u.output_tokens
+        r: u
         for r, u in zip(sk.responses, sk.usage, strict=True)
         if r is not None and u is not None and u.context > 0 and r < first
     }

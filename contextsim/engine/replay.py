@@ -22,8 +22,8 @@ from contextsim.engine.as_logged import LoggedParams, LoggedPlanner
 from contextsim.engine.plan import Plan
 from contextsim.engine.policy import Context
 from contextsim.model import Usage
-from contextsim.truth.costs import Prices, measured_cost
-from contextsim.truth.prices import model_facts, usage_cost
+from contextsim.truth.costs import Prices
+from contextsim.truth.prices import response_cost
 
 _KEY = "replay_log"
 
@@ -125,15 +125,10 @@ def measured_total(sk: Skeleton, prices: Prices) -> float | None:
 
 
 def _usage_pricer(prices: Prices) -> Callable[[Usage], float]:
+    """Each response at its own model's prices (prices.response_cost); one with no
+    price costs 0 here, and the run's pages name its model (prices.unpriced_models)."""
     model = prices.model
-    if model and model_facts(model) is not None:
-        return lambda usage: _or_flat(usage_cost(model, usage), prices, usage)
-    return lambda usage: measured_cost(prices, usage)
-
-
-def _or_flat(cost: float | None, prices: Prices, usage: Usage) -> float:
-    """genai-prices' figure, or the flat prices' where it has none for this usage."""
-    return measured_cost(prices, usage) if cost is None else cost
+    return lambda usage: response_cost(model, usage, prices) or 0.0
 
 
 def _reusable(sk: Skeleton, before: ReplayLog | None, head: int) -> int:

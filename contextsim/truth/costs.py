@@ -26,6 +26,9 @@ class Prices:
     """Whether new input is written to the cache (billed at `cache_write`)."""
     model: str = ""
     """The model these are the prices of (contextsim.truth.prices), "" for a preset."""
+    named: bool = False
+    """Named by the person (a preset or prices they chose): every response is priced
+    at them, whatever model answered it."""
 
 
 PRESETS: dict[str, Prices] = {
@@ -44,11 +47,19 @@ def per_token(prices: Prices) -> tuple[float, float, float]:
     )
 
 
+HOUR_WRITE = 2.0
+"""Anthropic bills a write to the 1-hour cache at 2x the input price (a 5-minute one at
+1.25x, the presets' cache_write)."""
+
+
 def measured_cost(prices: Prices, usage: Usage) -> float:
-    """Dollars for a request as the provider measured it."""
+    """Dollars for a request as the provider measured it (1-hour cache writes at
+    HOUR_WRITE x input where the prices bill writes)."""
+    hour = usage.cache_write_1h if prices.writes_cache else 0
     return (
         usage.input_tokens * prices.input
         + usage.cache_read * prices.input * prices.cache_read
-        + usage.cache_write * prices.input * prices.cache_write
+        + (usage.cache_write - hour) * prices.input * prices.cache_write
+        + hour * prices.input * HOUR_WRITE
         + usage.output_tokens * prices.output
     ) / 1_000_000

@@ -8,7 +8,7 @@ None: callers say so and fall back to a visible default.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from contextsim.model import Run, Usage
@@ -80,7 +80,12 @@ def _tiers_from(info: object) -> int | None:
 
 
 def _price(
-    model: str, input: int = 0, output: int = 0, cache_read: int = 0, cache_write: int = 0
+    model: str,
+    input: int = 0,
+    output: int = 0,
+    cache_read: int = 0,
+    cache_write: int = 0,
+    cache_write_1h: int = 0,
 ) -> float:
     from genai_prices import Usage as PriceUsage
     from genai_prices import calc_price
@@ -89,28 +94,73 @@ def _price(
         input_tokens=input + cache_read + cache_write,
         cache_read_tokens=cache_read or None,
         cache_write_tokens=cache_write or None,
+        cache_write_1h_tokens=cache_write_1h or None,
         output_tokens=output,
     )
     return float(calc_price(usage, model_ref=model).total_price)
 
 
 def usage_cost(model: str, usage: Usage) -> float | None:
-    """Dollars genai-prices charges for one request's measured usage (tiers applied), or
-    None for a model it does not know."""
+    """Dollars genai-prices charges for one request's measured usage, at the model that
+    answered it (`usage.model`, else `model`), its tiers and its 1-hour cache writes
+    applied; None for a model it does not know."""
+    model = usage.model or model
     facts = model_facts(model)
     if facts is None:
         return None
-    if facts.tiers_from is None or usage.context < facts.tiers_from:
+    flat = facts.tiers_from is None or usage.context < facts.tiers_from
+    if flat and not usage.cache_write_1h:
         return measured_cost(facts.prices, usage)  # the base tier: no need to ask
     return _price(
-        model, usage.input_tokens, usage.output_tokens, usage.cache_read, usage.cache_write
+        model,
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read,
+        usage.cache_write,
+        usage.cache_write_1h,
     )
+
+
+def response_cost(model: str, usage: Usage, prices: Prices) -> float | None:
+    """Dollars of one measured response of a run of `model` priced at `prices`: the
+    prices the person named, if so; else genai-prices' figure for the model that
+    answered it (usage.model, else `model`); else `prices` when they stand for that
+    model (the run's model, or none named); else None: a model genai-prices does not
+    know is never priced as another."""
+    answered = usage.model or model
+    if not prices.named and answered:
+        cost = usage_cost(answered, usage)
+        if cost is not None:
+            return cost
+        if answered != model:
+            return None
+    return measured_cost(prices, usage)
+
+
+def unpriced_models(model: str, usages: Iterable[Usage | None], prices: Prices) -> list[str]:
+    """The models that answered some of these responses and have no price: genai-prices
+    does not know them and `prices` are another model's. In order of first answer."""
+    out: list[str] = []
+    for usage in usages:
+        if usage is not None and response_cost(model, usage, prices) is None:
+            answered = usage.model or model or "(no model named)"
+            if answered not in out:
+                out.append(answered)
+    return out
 
 
 DEFAULT_HARD_LIMIT = 1_000_000
 """The hard limit of a run whose model's window is unknown (said in a warning)."""
 DEFAULT_BUDGET = 400_000
 """Our own per-request limit where nothing else decides it (the seed system's)."""
+
+
+def assumed_prices(model: str, preset: Prices) -> Prices:
+    """`preset` standing in for `model`'s prices, which genai-prices does not know: its
+    label says so, wherever the prices are shown."""
+    if not model:
+        return preset
+    return replace(preset, label=f"prices unknown for {model}: {preset.label} assumed")
 
 
 def default_limits(model: str, context_window: int | None) -> tuple[int, int, bool]:
@@ -138,13 +188,10 @@ def run_limits(run: Run, hard_limit: int | None, budget: int | None) -> tuple[in
 
 
 def run_measured_cost(model: str, usages: Iterable[Usage | None], prices: Prices) -> float | None:
-    """Dollars the logged usage cost at `model`'s prices (genai-prices; `prices` for a
-    model it does not know); None when the log measured nothing."""
+    """Dollars the logged usage cost, each response at its own model's prices
+    (response_cost); None when the log measured nothing. Responses with no price
+    (unpriced_models) add nothing: say so beside the figure."""
     found = [u for u in usages if u is not None]
     if not found:
         return None
-    total = 0.0
-    for usage in found:
-        cost = usage_cost(model, usage) if prices.model else None
-        total += measured_cost(prices, usage) if cost is None else cost
-    return round(total, 6)
+    return round(sum(filter(None, (response_cost(model, u, prices) for u in found))), 6)

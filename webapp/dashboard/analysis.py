@@ -24,7 +24,7 @@ from contextsim.model import KINDS
 from contextsim.registry import POLICIES, PROVIDERS
 from contextsim.truth.compaction_points import CompactionPoint, compaction_points
 from contextsim.truth.costs import PRESETS, Prices
-from contextsim.truth.prices import model_facts
+from contextsim.truth.prices import assumed_prices, model_facts
 from contextsim.truth.reconcile import Reconciliation
 from webapp.dashboard import trace
 from webapp.dashboard.charts.composition import composition_figure
@@ -58,7 +58,7 @@ def run_prices(run: Run) -> Prices:
     facts = model_facts(run.model)
     if facts is not None:
         return facts.prices
-    return PRESETS[PROVIDERS.get(run.format, "anthropic")]
+    return assumed_prices(run.model, PRESETS[PROVIDERS.get(run.format, "anthropic")])
 
 
 def analyse(

@@ -28,6 +28,8 @@ MESSAGE_FIELDS = (
     "usage_cache_write",
     "usage_output",
     "timestamp",
+    "usage_cache_write_1h",
+    "usage_model",
 )
 """The columns `stored_message` reads, in its order."""
 
@@ -40,7 +42,7 @@ def stored_run(run: Run) -> core.Run:
 
 def stored_message(run: Run, row: tuple[Any, ...]) -> core.Message:
     """The core message of one row of MESSAGE_FIELDS of `run`."""
-    index, role, parts, summary, u_in, u_read, u_write, u_out, when = row
+    index, role, parts, summary, u_in, u_read, u_write, u_out, when, u_hour, u_model = row
     usage = (
         None
         if u_in is None
@@ -49,6 +51,8 @@ def stored_message(run: Run, row: tuple[Any, ...]) -> core.Message:
             "cache_read": u_read or 0,
             "cache_write": u_write or 0,
             "output_tokens": u_out or 0,
+            "cache_write_1h": u_hour or 0,
+            "model": u_model,
         }
     )
     data = {
@@ -79,6 +83,7 @@ def run_facts(run: Run) -> core.Run:
         compactions=compactions,
         context_window=run.context_window,
         harness_version=run.harness_version,
+        window_source=run.window_source,
         compaction_request=run.compaction_request,
         elisions=tuple(core.Elision(e["message"], e["from_step"], e["text"]) for e in run.elisions),
     )

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from contextsim.ingest.base import (
@@ -63,6 +63,7 @@ from contextsim.model import (
     ToolResultPart,
     Usage,
 )
+from contextsim.systems.claude_code.rules import session_window
 
 SKIPPED_TYPES = Names({"progress", "file-history-snapshot", "queue-operation"})
 """Record types Claude Code writes that are never sent to the model."""
@@ -181,6 +182,7 @@ class _RunDraft:
     models: Counter[str] = field(default_factory=Counter)
     sealed: bool = False  # after a compaction boundary nothing merges into older messages
     version: str = ""  # Claude Code's version, as the last line that names one says
+    peak: int = 0  # the largest measured request
     flushed: int = 0  # messages handed over already (ClaudeCodeImporter.pieces)
     words: str = ""  # what the user first typed in the messages handed over, for a title
     command: str = ""  # the first slash command in them
@@ -250,6 +252,10 @@ class _Builder:
         parts = self._parts(record, message.get("content"))
         model = message.get("model")
         usage = None if model == SYNTHETIC else self._usage(record, message.get("usage"))
+        if usage is not None:
+            run.peak = max(run.peak, usage.context)
+        if usage is not None and isinstance(model, str) and model:
+            usage = replace(usage, model=model[:200])
         response = message.get("id") or record.data.get("requestId")
         if not isinstance(response, str):
             response = f"line {record.line}"  # no id: the line is a response of its own
@@ -293,7 +299,13 @@ class _Builder:
             token_count(self.path, where, data.get(k), f"message.usage.{k} to be a number")
             for k in USAGE
         ]
-        return Usage(*counts)
+        tiers = data.get("cache_creation")
+        hour = tiers.get("ephemeral_1h_input_tokens") if isinstance(tiers, dict) else None
+        hour = token_count(
+            self.path, where, hour, "message.usage.cache_creation.ephemeral_1h_input_tokens"
+        )
+        given, read, written, output = counts
+        return Usage(given, read, written, output, cache_write_1h=min(hour, written))
 
     def _parts(self, record: Record, content: Any) -> list[Part]:
         if isinstance(content, str):
@@ -377,11 +389,13 @@ class _Builder:
         # the request that wrote the summary, not a subagent doing part of the task.
         compacting = draft.key.startswith(COMPACTION_AGENT)
         title = f"compaction request of {main_session or draft.session_id}"
+        model = models[0] if models else ""
+        window = session_window(model, draft.version, draft.peak, draft.compactions)
         return Run(
             title=title if compacting else self._title(draft),
             messages=messages,
             format="claude-code",
-            model=models[0] if models else "",
+            model=model,
             session_id=draft.key if sub else draft.session_id,
             # A subagents/agent-*.jsonl file has no main run but names its session.
             parent_session_id=(main_session or draft.session_id) if sub else "",
@@ -389,6 +403,8 @@ class _Builder:
             compactions=tuple(draft.compactions),
             harness_version=draft.version,
             compaction_request=compacting,
+            context_window=window.tokens,
+            window_source=window.source,
         )
 
     def _title(self, draft: _RunDraft) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from contextsim.counting.estimators import MESSAGE_OVERHEAD
 from contextsim.counting.skeleton import Skeleton, prefix_sums
-from contextsim.engine.condensing import logged_total, run_window
+from contextsim.engine.condensing import logged_usage, run_window
 from contextsim.engine.cuts import leading_system
 from contextsim.engine.policy import Context, Plan, plain_accounts
 
@@ -108,7 +108,8 @@ class CodexPlanner:
         self.seen = max(self.seen, end)
         start = self.boundary
         earlier = self.reasoning[max(self.newest_user, start)] - self.reasoning[start]
-        total = None if self.boundary else logged_total(sk, end)
+        logged = None if self.boundary else logged_usage(sk, end)
+        total = None if logged is None else logged.context + logged.output_tokens
         if total is None:
             output = sk.tokens[end] if end < sk.size and sk.roles[end] == "assistant" else 0
             total = self.provider(self.acct.sent(plan)) + output

@@ -264,7 +264,15 @@ def _usage(path: str, where: str, data: Any) -> Usage:
                 path, f"{where}.{key}", f"expected a number of tokens from 0 to {MAX_USAGE - 1:,}"
             )
         values[key] = value
-    return Usage(**values)
+    hour = data.get("cache_write_1h", 0)
+    expect(path, f"{where}.cache_write_1h", hour, int, "a whole number of tokens")
+    if not 0 <= hour <= values["cache_write"]:
+        raise FormatError(
+            path, f"{where}.cache_write_1h", "expected a number of tokens from 0 to cache_write"
+        )
+    model = data.get("model", "")
+    expect(path, f"{where}.model", model, str, "a model id")
+    return Usage(**values, cache_write_1h=hour, model=model[:200])
 
 
 def _part(path: str, where: str, data: Any) -> Part:
@@ -335,6 +343,10 @@ def message_to_dict(message: Message) -> dict[str, Any]:
             "cache_write": u.cache_write,
             "output_tokens": u.output_tokens,
         }
+        if u.cache_write_1h:
+            out["usage"]["cache_write_1h"] = u.cache_write_1h
+        if u.model:
+            out["usage"]["model"] = u.model
     if message.compact_summary:
         out["compact_summary"] = True
     if message.time is not None:

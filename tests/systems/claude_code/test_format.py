@@ -109,7 +109,7 @@ def test_a_session_is_detected_and_becomes_one_main_run():
         "claude-sonnet-4-5",
     )
     assert run.messages[0].parts == (TextPart("hello"),)
-    assert run.messages[1].usage == Usage(3, 0, 100, 5)
+    assert run.messages[1].usage == Usage(3, 0, 100, 5, model=run.model)
     assert run.messages[1].usage.context == 103
     assert [m.source for m in run.messages] == ["line 1", "line 2"]
     assert parsed.warnings == ()
@@ -174,7 +174,7 @@ def test_one_response_over_several_lines_is_one_message_with_usage_counted_once(
         ToolCallPart("t1", "Read", '{"path": "x"}'),
         ToolCallPart("t2", "Read", '{"path": "a"}'),
     )
-    assert run.messages[1].usage == Usage(10, 200, 30, 99)
+    assert run.messages[1].usage == Usage(10, 200, 30, 99, model=run.model)
     # Results of parallel calls are one user message, as sent to the model.
     assert run.messages[2].parts == (
         ToolResultPart("t1", "X"),

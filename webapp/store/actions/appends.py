@@ -307,16 +307,30 @@ def first_change(old: Sequence[core.Message], new: Sequence[core.Message]) -> in
     return min(len(old), len(new))
 
 
-USAGE_FIELDS = ("usage_input", "usage_cache_read", "usage_cache_write", "usage_output")
+USAGE_FIELDS = (
+    "usage_input",
+    "usage_cache_read",
+    "usage_cache_write",
+    "usage_output",
+    "usage_cache_write_1h",
+    "usage_model",
+)
 
 
 def _key(message: core.Message) -> tuple[object, ...]:
     """What _first_difference compares of a message, as its row stores it."""
     usage = message.usage
     counts = (
-        (usage.input_tokens, usage.cache_read, usage.cache_write, usage.output_tokens)
+        (
+            usage.input_tokens,
+            usage.cache_read,
+            usage.cache_write,
+            usage.output_tokens,
+            usage.cache_write_1h or None,
+            usage.model[:200],
+        )
         if usage
-        else (None,) * 4
+        else (None, None, None, None, None, "")
     )
     time = None if message.time is None else datetime.fromtimestamp(message.time, tz=UTC)
     return (content_key(message), *counts, time)

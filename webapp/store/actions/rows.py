@@ -50,6 +50,8 @@ class MessageRow(NamedTuple):
     usage_output: int | None
     source: str
     timestamp: datetime | None
+    usage_cache_write_1h: int | None
+    usage_model: str
 
 
 LIVE_COUNTED: dict[str, Estimator] = {n: e for n, e in ESTIMATORS.items() if n not in SLOW}
@@ -97,6 +99,8 @@ def message_row(
         timestamp=(
             datetime.fromtimestamp(message.time, tz=UTC) if message.time is not None else None
         ),
+        usage_cache_write_1h=usage.cache_write_1h if usage and usage.cache_write_1h else None,
+        usage_model=storable(usage.model[:200]) if usage else "",
     )
 
 

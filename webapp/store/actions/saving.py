@@ -148,6 +148,7 @@ def facts_of(run: core.Run) -> dict[str, Any]:
         ],
         "context_window": run.context_window,
         "harness_version": storable(run.harness_version[:40]),
+        "window_source": storable(run.window_source[:300]),
         "compaction_request": run.compaction_request,
         "elisions": [
             {"message": e.message, "from_step": e.from_step, "text": storable(e.text)}
