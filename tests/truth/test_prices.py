@@ -87,9 +87,9 @@ def _independent_cost(path: Path) -> float:
     for line in path.read_text().splitlines():
         record = json.loads(line)
         message = record.get("message")
-        if record.get("type") == "assistant" and isinstance(message, dict):
-            if message.get("usage") and message.get("model") != "<synthetic>":
-                last[message["id"]] = (message["model"], message["usage"])
+        answered = record.get("type") == "assistant" and isinstance(message, dict)
+        if answered and message.get("usage") and message.get("model") != "<synthetic>":
+            last[message["id"]] = (message["model"], message["usage"])
     total = 0.0
     for model, u in last.values():
         tiers = u.get("cache_creation") or {}
