@@ -49,6 +49,13 @@ class ThinkingPart:
     text: str
     type: Literal["thinking"] = "thinking"
     opaque_chars: int = 0
+    sent_tokens: int = 0
+    """Tokens the provider counts for it when it is sent, where the log says (Codex:
+    its call's reasoning_output_tokens): every estimator counts these in place of its
+    text (a summary, which is not what is sent back). 0: its text is counted."""
+    turn_only: bool = False
+    """Sent back only within its turn: OpenAI's API drops reasoning items that come
+    before the newest user message from what the model reads."""
 
 
 @dataclass(frozen=True, slots=True)

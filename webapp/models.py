@@ -244,8 +244,11 @@ class Message(models.Model):
     usage_output = models.PositiveBigIntegerField(null=True, blank=True)
     usage_cache_write_1h = models.PositiveBigIntegerField(null=True, blank=True)
     """Of usage_cache_write, the 1-hour cache writes (contextsim.model.Usage)."""
-    usage_model = models.CharField(max_length=200, blank=True)
-    """The model that answered, where the log says per response."""
+    # Nullable: SQLite adds a nullable column in place, where another would rebuild the
+    # table and drop its search triggers.
+    usage_model = models.CharField(max_length=200, null=True, blank=True)
+    """The model that answered, where the log says per response (None or "": the
+    run's)."""
     source = models.CharField(max_length=200, blank=True)
 
     class Meta:

@@ -43,6 +43,11 @@ _SPACE_WORDS = re.compile(
 )
 
 
+def thought_tokens(part: ThinkingPart, estimator: Estimator) -> int:
+    """Tokens of one thinking part as sent (estimators.count_parts counts it so)."""
+    return part.sent_tokens or estimator.count(counted_text(part.text))
+
+
 def build(run: Run, estimator: Estimator, memo: CountMemo | None = None) -> Skeleton:
     """The skeleton of `run` under `estimator` (tokenizes each distinct message once,
     unless `memo` has it, and the stub of each tool result over STUB_MIN_CHARS
@@ -76,6 +81,7 @@ class _Counted:
     stubs: list[tuple[int, ...]] = field(default_factory=list)
     arguments: list[tuple[int, ...]] = field(default_factory=list)
     thinking: list[int] = field(default_factory=list)
+    turn: list[int] = field(default_factory=list)
 
 
 class SkeletonBuilder:
@@ -168,13 +174,17 @@ class SkeletonBuilder:
             p is r.text and counted_text(p) is p for p, r in zip(previews, results, strict=True)
         )
         arguments = [c.arguments for c in client_calls(message)]
-        thoughts = [p.text for p in message.parts if isinstance(p, ThinkingPart)]
+        thoughts = [p for p in message.parts if isinstance(p, ThinkingPart)]
         for estimator in self.estimators:
             counted = self._counted[estimator.name]
             tokens = self.memo.count(message, estimator, key)
             counted.tokens.append(tokens)
+            within = max(tokens - MESSAGE_OVERHEAD, 0)
             counted.thinking.append(
-                min(sum(estimator.count(t) for t in thoughts), max(tokens - MESSAGE_OVERHEAD, 0))
+                min(sum(thought_tokens(t, estimator) for t in thoughts), within) if thoughts else 0
+            )
+            counted.turn.append(
+                min(sum(thought_tokens(t, estimator) for t in thoughts if t.turn_only), within)
                 if thoughts
                 else 0
             )
@@ -247,6 +257,7 @@ class SkeletonBuilder:
                 stub_tokens=tuple(counted.stubs),
                 argument_tokens=tuple(counted.arguments),
                 thinking_tokens=tuple(counted.thinking),
+                turn_thinking=tuple(counted.turn) if any(counted.turn) else (),
                 elisions=tuple(
                     (e.message, e.from_step, MESSAGE_OVERHEAD + estimator.count(e.text))
                     for e in run.elisions

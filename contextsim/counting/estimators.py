@@ -130,7 +130,9 @@ def content_key(message: Message) -> str:
     h = hashlib.sha1(message.role.encode())
     for part in message.parts:
         h.update(b"\0" + part.type.encode() + b"\0")
-        if isinstance(part, TextPart | ThinkingPart):
+        if isinstance(part, ThinkingPart):
+            h.update(f"{part.sent_tokens}:{part.turn_only:d}:".encode() + part.text.encode())
+        elif isinstance(part, TextPart):
             h.update(part.text.encode())
         elif isinstance(part, ToolCallPart):
             h.update(json.dumps([part.id, part.name, part.arguments]).encode())
@@ -146,7 +148,9 @@ def count_parts(message: Message, estimator: Estimator) -> int:
     marker counts as the text it stands for (contextsim.counting.redaction)."""
     total = 0
     for part in message.parts:
-        if isinstance(part, TextPart | ThinkingPart | ToolResultPart):
+        if isinstance(part, ThinkingPart) and part.sent_tokens:
+            total += part.sent_tokens
+        elif isinstance(part, TextPart | ThinkingPart | ToolResultPart):
             total += estimator.count(counted_text(part.text))
         elif isinstance(part, ToolCallPart):
             total += estimator.count(part.name) + estimator.count(counted_text(part.arguments))

@@ -95,6 +95,10 @@ class Skeleton:
     less MESSAGE_OVERHEAD; 0 for a message without thinking): what Anthropic's
     clear_thinking edit removes, and the `thinking` kind of the composition. () for a
     skeleton stored before LAYOUT 2 (read as no thinking)."""
+    turn_thinking: tuple[int, ...] = ()
+    """Per message, the tokens of its thinking that is sent only within its turn
+    (model.ThinkingPart.turn_only; within thinking_tokens): a request leaves it out for
+    messages before its newest user turn. () when no message has any."""
     compaction_pre_tokens: tuple[int | None, ...] = ()
     """Per logged compaction (as `compactions`), the context size the log says it
     compacted at (model.Compaction.pre_tokens); () when the skeleton has none."""

@@ -135,6 +135,19 @@ class Accountant:
             self.think_save = self.think_count = self.think_raw = zeros
             self.both_count = self.both_raw = zeros
             self._think_at = []
+        # Thinking sent only within its turn (OpenAI's reasoning items): a request
+        # leaves it out for the messages before its newest user turn.
+        turn = sk.turn_thinking
+        if turn and any(turn):
+            self.turn_save = prefix_sums(list(map(min, turn, tokens)))
+            newest, last = [0] * (n + 1), 0
+            for i, user in enumerate(sk.user_turn):
+                if user:
+                    last = i
+                newest[i + 1] = last
+            self._newest_user: list[int] = newest
+        else:
+            self.turn_save, self._newest_user = [], []
         # G: sent prefix when everything clearable is cleared; H: when nothing is.
         self.h = list(map(sub, self.raw, self.off_save)) if any_offloaded else self.raw
         self.g = list(map(sub, self.h, self.clear_save)) if any(clearable) else self.h
@@ -190,9 +203,15 @@ class Accountant:
         both = list(map(and_, self.clearable, self.thinks)) if self.thinks else [False]
         return _by_kind(self._tokens, self._kinds, both, self._thinking)
 
-    def span(self, a: int, b: int, cb: int, tb: int = 0) -> int:
-        """Sent tokens of messages [a, b) when clearable ones before `cb` are cleared
-        and the thinking of those before `tb` is."""
+    def turn_bound(self, end: int) -> int:
+        """The newest user turn of the request whose history is [0, end): the turn-only
+        thinking of the messages before it is not sent (0 when there is none)."""
+        return self._newest_user[end] if self._newest_user else 0
+
+    def span(self, a: int, b: int, cb: int, tb: int = 0, ub: int = 0) -> int:
+        """Sent tokens of messages [a, b) when clearable ones before `cb` are cleared,
+        the thinking of those before `tb` is, and the turn-only thinking of those
+        before `ub` is left out."""
         if b <= a:
             return 0
         cs, off = self.clear_save, self.off_save
@@ -208,29 +227,36 @@ class Accountant:
         if tb:
             ts = self.think_save
             out -= ts[b if b < tb else tb] - ts[a if a < tb else tb]
+        if ub and self.turn_save:
+            # Before `tb` a cleared message's thinking is gone already: not twice.
+            lo = tb if tb and self.thinks else 0
+            us = self.turn_save
+            out -= us[min(max(b, lo), ub)] - us[min(max(a, lo), ub)]
         return out
 
     def sent(self, plan: Plan) -> int:
         """Tokens of the whole request."""
         cb, tb = plan.clear_before, plan.thinking_before
+        ub = self.turn_bound(plan.end)
         if plan.gap_end <= plan.gap_start:
-            return self.span(0, plan.end, cb, tb) + plan.extra
+            return self.span(0, plan.end, cb, tb, ub) + plan.extra
         return (
-            self.span(0, plan.gap_start, cb, tb)
+            self.span(0, plan.gap_start, cb, tb, ub)
             + plan.gap_note
-            + self.span(plan.gap_end, plan.end, cb, tb)
+            + self.span(plan.gap_end, plan.end, cb, tb, ub)
             + plan.extra
         )
 
     def prefix(self, plan: Plan, upto: int) -> int:
         """Tokens of the request up to message `upto` (exclusive), notes included."""
         cb, tb = plan.clear_before, plan.thinking_before
+        ub = self.turn_bound(plan.end)
         if plan.gap_end <= plan.gap_start or upto <= plan.gap_start:
-            return self.span(0, min(upto, plan.end), cb, tb)
+            return self.span(0, min(upto, plan.end), cb, tb, ub)
         return (
-            self.span(0, plan.gap_start, cb, tb)
+            self.span(0, plan.gap_start, cb, tb, ub)
             + plan.gap_note
-            + self.span(plan.gap_end, min(upto, plan.end), cb, tb)
+            + self.span(plan.gap_end, min(upto, plan.end), cb, tb, ub)
         )
 
     def ranges(self, plan: Plan) -> tuple[tuple[int, int], ...]:

@@ -92,7 +92,7 @@ class Cuts:
             return None
         # tail(c) = total(end) - f(c), with f = g below cb and h - clear_save[cb] above.
         if total is None:
-            total = self.acct.span(0, end, cb)
+            total = self.acct.span(0, end, cb, ub=self.acct.turn_bound(end))
         need = total - room
         split = bisect_right(c, cb, 0, hi)
         j = bisect_left(self.g, need, 0, split)

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, cast
 from contextsim.counting.builder import build
 from contextsim.counting.estimators import MESSAGE_OVERHEAD, Estimator
 from contextsim.counting.memory import earlier, per_skeleton, remember
-from contextsim.counting.skeleton import Skeleton, without_artifacts
+from contextsim.counting.skeleton import KIND_INDEX, Skeleton, without_artifacts
 from contextsim.engine.accounting import Accountant
 from contextsim.engine.policy import Context, Plan, Planner, Policy, Statics
 from contextsim.engine.replay import replay_log, usage_costs
@@ -164,7 +164,7 @@ def _records(
     tokens, responses, usages = sk.tokens, sk.responses, sk.usage
     # The cost per token is fixed per configuration: look it up once, not per request.
     new_price, read_price, out_price = per_token(prices)
-    overheads = _overheads(rec, len(sk.ends), paid is not None)
+    overheads = _overheads(rec, len(sk.ends), paid is not None, sk)
     scale = rec.scale if rec is not None else 1.0
     records = []
     steps = zip(sk.ends[start:], planned, strict=True)
@@ -174,7 +174,7 @@ def _records(
             # Inlined Reconciliation.tokens (this runs per request). The unlogged part
             # opens every request, so it is in every cached prefix.
             overhead = overheads[k]
-            sent = max(round(scale * estimated) + overhead, 0)
+            sent = max(round(scale * estimated) + overhead, 1 if estimated else 0)
             if k:
                 cached = min(max(round(scale * cached) + overhead, 0), sent)
         response = responses[k]
@@ -212,10 +212,10 @@ def _replayed_records(sk: Skeleton, start: int, config: _Config) -> list[StepRec
     sent: Sequence[int] = estimated
     cached: Sequence[int] = log.cached[start:]
     if rec is not None:
-        overheads = _overheads(rec, len(sk.ends), True) or []
+        overheads = _overheads(rec, len(sk.ends), True, sk) or []
         times = repeat(rec.scale)
         added = list(map(add, map(round, map(mul, times, estimated)), overheads[start:]))
-        sent = list(map(max, added, repeat(0)))
+        sent = [max(a, 1 if e else 0) for a, e in zip(added, estimated, strict=True)]
         times = repeat(rec.scale)
         shared = map(add, map(round, map(mul, times, cached)), overheads[start:])
         shares = list(map(min, map(max, shared, repeat(0)), sent))
@@ -317,9 +317,18 @@ def reconcile_skeleton(
         if reference is not None and not tells_scale(rows):
             found = fit_rows(rows, scale=reference)
             return rows, None if found is None else replace(found, source="reference")
-        return rows, fit_rows(rows)
+        return rows, fit_rows(rows, specs=spec_tokens(sk))
 
     return per_skeleton(sk, key, fitted)[1]
+
+
+def spec_tokens(sk: Skeleton) -> int:
+    """The estimator's tokens of the tool definitions the log holds (messages of kind
+    "tools"), overhead excluded."""
+    tools = KIND_INDEX["tools"]
+    return sum(
+        max(t - MESSAGE_OVERHEAD, 0) for t, k in zip(sk.tokens, sk.kinds, strict=True) if k == tools
+    )
 
 
 def _measured_rows(
@@ -379,15 +388,26 @@ def scored_on(
     return score(rec, [e for e, _, _ in rows], [m for _, m, _ in rows])
 
 
-def _overheads(rec: Reconciliation | None, steps: int, replay: bool) -> list[int] | None:
-    """Per step, the unlogged tokens reconciliation adds (a stretch after a logged
-    compaction has its own under as_logged); None when nothing is reconciled."""
+def _overheads(
+    rec: Reconciliation | None, steps: int, replay: bool, sk: Skeleton | None = None
+) -> list[int] | None:
+    """Per step, the unlogged tokens reconciliation adds; None when nothing is
+    reconciled. As the log replays it (`replay`), each stretch has its own. A what-if
+    follows the stretches nothing logged began (what they add is sent whatever the
+    policy) up to the log's first compaction, and keeps the last of them after it: a
+    logged compaction's own stretches belong to the log's history, not the what-if's."""
     if rec is None:
         return None
     out = [rec.overhead] * steps
     if replay:
         for first, overhead in rec.later:
             out[first:] = [overhead] * (steps - first)
+    elif rec.unlogged:
+        logged = compaction_steps(sk) if sk is not None else []
+        until = logged[0] if logged else steps
+        for first, overhead in rec.later:
+            if first in rec.unlogged and first < until:
+                out[first:] = [overhead] * (steps - first)
     return out
 
 
@@ -447,8 +467,10 @@ def explain(sim: Simulation, step: int) -> list[SentItem]:
         letter = acct.disposition(plan, i)
         raw = sk.tokens[i]
         sent = {"k": raw, "t": 0, "s": 0}.get(letter)
-        if sent is None:
-            sent = acct.span(i, i + 1, plan.clear_before, plan.thinking_before)
+        if sent is None or (letter == "k" and acct.turn_save):
+            sent = acct.span(
+                i, i + 1, plan.clear_before, plan.thinking_before, acct.turn_bound(plan.end)
+            )
         body, thinking = acct.edits(plan, i) if letter == "c" else (False, False)
         items.append(SentItem(i, sk.roles[i], sk.kind(i), letter, sent, raw, body, thinking))
     return items

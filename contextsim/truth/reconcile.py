@@ -7,12 +7,20 @@ messages) is mapped to a *reconciled* size, the provider's count:
 
     reconciled = scale x estimated + overhead
 
-`overhead` is the unlogged part, which no policy removes; `scale` the provider
-tokenizer's ratio to the estimator's. Both are fitted per run on the requests whose
-measured usage is known, as the log replayed them (`as_logged`), robustly: the slope
-is the median of the pairwise slopes (Theil-Sen) and the overhead the median residual,
-so one odd request cannot move the fit; a run of `MIN_FOR_SCALE - 1` measured requests
-or fewer fits the overhead alone (scale 1).
+`overhead` is the unlogged part, which no policy removes: text the log leaves out, so
+never below 0; `scale` the provider tokenizer's ratio to the estimator's. Both are
+fitted per run on the requests whose measured usage is known, as the log replayed them
+(`as_logged`), robustly: the slope is the median of the pairwise slopes (Theil-Sen) and
+the overhead the median residual weighted by 1/size (errors are relative: a small early
+request counts as much as a large late one), so one odd request cannot move the fit; a
+run of `MIN_FOR_SCALE - 1` measured requests or fewer fits the overhead alone (scale 1).
+Where the median residual is below 0 the overhead is 0 and the scale is fitted again.
+
+The fit follows stretches: each logged compaction starts one (the harness re-injects
+its context), and so does a lasting jump or fall of the measured context that nothing
+logged explains (a resumed session, /clear, context injected unlogged): SHIFT_WINDOW
+requests on each side whose residuals differ by more than SHIFT_SHARE of the request
+and SHIFT_TOKENS. Each stretch has its own overhead.
 
 Units: tokens per request; errors are shares of the measured size.
 """
@@ -23,8 +31,7 @@ import statistics
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import repeat
-from operator import add, itemgetter, mul, sub, truediv
+from operator import itemgetter, sub, truediv
 
 MIN_FOR_SCALE = 4
 """Measured requests needed to fit a scale; with fewer, only the overhead is fitted."""
@@ -37,6 +44,14 @@ growing run rarely moves it, so the sizes worked out for its earlier requests ho
 (contextsim.engine.simulate extends a live run's replay instead of redoing it)."""
 SCALE_RANGE = (0.5, 3.0)
 """Scales outside this range are not a tokenizer ratio: they are clamped to it."""
+SHIFT_SHARE = 0.08
+SHIFT_TOKENS = 1_000
+SHIFT_WINDOW = 3
+"""An unlogged stretch begins at a request whose residual (measured - scale x
+estimated) moved from the request before's by more than SHIFT_SHARE of its measured size
+and more than SHIFT_TOKENS, where the median residual of it and the SHIFT_WINDOW - 1
+after it differs from that of the SHIFT_WINDOW before by as much, the same way: a step
+that stays, not a drift or one odd request."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +72,11 @@ class Reconciliation:
     """(first step, overhead) of each stretch after a logged compaction that has an
     overhead of its own: a harness re-injects its context when it compacts, and not
     always the same amount. Only what the log replays (as_logged) has those stretches;
-    a what-if uses `overhead` throughout."""
+    a what-if uses `overhead` throughout, but for the unlogged ones."""
+    unlogged: tuple[int, ...] = ()
+    """The first steps, among `later`, of stretches nothing logged began (a jump or a
+    fall of the measured context): what they add or take is sent whatever the policy,
+    so a what-if follows them too, up to the log's first compaction."""
 
     def __post_init__(self) -> None:
         if not 0 < self.scale <= 100:
@@ -66,8 +85,9 @@ class Reconciliation:
             raise ValueError(f"overhead: expected at most 100,000,000 tokens, got {self.overhead}")
 
     def tokens(self, estimated: int) -> int:
-        """The reconciled size of a request the estimator counts `estimated` tokens."""
-        return max(round(self.scale * estimated) + self.overhead, 0)
+        """The reconciled size of a request the estimator counts `estimated` tokens:
+        never 0 for a request that sends something."""
+        return sized(self.scale, estimated, self.overhead)
 
     def at(self, step: int) -> Reconciliation:
         """The reconciliation of the log's own request `step` (its stretch's overhead)."""
@@ -86,7 +106,14 @@ class Reconciliation:
             "worst_error": None if self.worst_error is None else round(self.worst_error, 4),
             "source": self.source,
             "later": [list(pair) for pair in self.later],
+            "unlogged": list(self.unlogged),
         }
+
+
+def sized(scale: float, estimated: int, overhead: int) -> int:
+    """round(scale x estimated) + overhead, at least 1 when `estimated` is above 0 (a
+    request that sends something is never 0 tokens), else at least 0."""
+    return max(round(scale * estimated) + overhead, 1 if estimated > 0 else 0)
 
 
 def fit(
@@ -108,40 +135,142 @@ def fit(
 
 
 def fit_rows(
-    rows: Sequence[tuple[int, int, tuple[int, int]]], scale: float | None = None
+    rows: Sequence[tuple[int, int, tuple[int, int]]],
+    scale: float | None = None,
+    specs: int = 0,
 ) -> Reconciliation | None:
     """As `fit`, from (estimated, measured, (stretch, step)) rows of requests, in step
     order (those measured as 0 are left out). The scale is kept to
-    SCALE_DIGITS decimals; given as `scale`, only the overheads are fitted."""
+    SCALE_DIGITS decimals; given as `scale`, only the overheads are fitted. `specs`:
+    the estimator's tokens of the tool definitions the log holds, which a provider
+    counts in a form of its own, often shorter: the overhead may go that far below 0
+    (scaled), and no further."""
     rows = [row for row in rows if row[1] > 0]
     if not rows:
         return None
     # Columns mapped in C: a live run's fit is made again whenever a measured request
     # arrives, over all of them.
     pairs = list(zip(map(itemgetter(0), rows), map(itemgetter(1), rows), strict=True))
-    groups: dict[int, list[tuple[int, int]]] = {}
-    first_step: dict[int, int] = {}
-    if len({row[2][0] for row in rows}) == 1:  # one stretch: most runs
-        groups[rows[0][2][0]] = pairs
-        first_step[rows[0][2][0]] = rows[0][2][1]
-    else:
-        for e, m, (stretch, step) in rows:
-            groups.setdefault(stretch, []).append((e, m))
-            first_step.setdefault(stretch, step)
+    fitted = scale is None
     if scale is None:
-        scale = round(_slope(list(groups.values())), SCALE_DIGITS) if _spread_out(pairs) else 1.0
-    overheads = {k: round(_median_residual(g, scale)) for k, g in groups.items()}
-    first = min(overheads)
-    later = tuple((first_step[k], overheads[k]) for k in sorted(overheads) if k != first)
-    rec = Reconciliation(scale, overheads[first], later=later)
+        scale = round(_slope(_groups(rows)), SCALE_DIGITS) if _spread_out(pairs) else 1.0
+    rows, unlogged = _unlogged_breaks(rows, scale)
+    if fitted and unlogged and _spread_out(pairs):
+        # Slopes across a jump are not a tokenizer's ratio: within stretches only.
+        scale = round(_slope(_groups(rows)), SCALE_DIGITS)
+    overheads = _overheads_of(rows, scale)
+    least = -scale * specs
+    if fitted and min(overheads.values()) < least:  # the unlogged part is never negative
+        floor = {k: max(v, least) for k, v in overheads.items()}
+        scale = round(_ratio(rows, floor), SCALE_DIGITS)
+        overheads = _overheads_of(rows, scale)
+        least = -scale * specs
+    rounded = {k: round(max(v, least)) for k, v in overheads.items()}
+    first_step: dict[int, int] = {}
+    for _, _, (stretch, step) in rows:
+        first_step.setdefault(stretch, step)
+    first = min(rounded)
+    later = tuple((first_step[k], rounded[k]) for k in sorted(rounded) if k != first)
+    marks = tuple(first_step[k] for k in sorted(unlogged))
+    rec = Reconciliation(scale, rounded[first], later=later, unlogged=marks)
     return _scored(rec, [(e, m, step) for e, m, (_, step) in rows])
 
 
+Row = tuple[int, int, tuple[int, int]]
+
+
+def _groups(rows: Sequence[Row]) -> list[list[tuple[int, int]]]:
+    """The (estimated, measured) pairs of each stretch, in order of stretch."""
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for e, m, (stretch, _) in rows:
+        groups.setdefault(stretch, []).append((e, m))
+    return [groups[k] for k in sorted(groups)]
+
+
+def _overheads_of(rows: Sequence[Row], scale: float) -> dict[int, float]:
+    """Per stretch, the weighted median residual (see _weights)."""
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for e, m, (stretch, _) in rows:
+        groups.setdefault(stretch, []).append((e, m))
+    return {k: _median_residual(g, scale) for k, g in groups.items()}
+
+
+def _weights(measured: Sequence[int]) -> list[float]:
+    """1/size, so each request's error counts as a share of it; sizes under a quarter
+    of the median count as a quarter of it (a tiny request is not worth a hundred)."""
+    floor = max(statistics.median(measured) / 4, 1)
+    return [1 / max(m, floor) for m in measured]
+
+
+def _weighted_median(values: Sequence[float], weights: Sequence[float]) -> float:
+    ordered = sorted(zip(values, weights, strict=True))
+    half, seen = sum(weights) / 2, 0.0
+    for value, weight in ordered:
+        seen += weight
+        if seen >= half:
+            return value
+    return ordered[-1][0]
+
+
 def _median_residual(pairs: list[tuple[int, int]], scale: float) -> float:
-    """The median of `measured - scale x estimated` over (estimated, measured) pairs."""
-    estimated, measured = map(itemgetter(0), pairs), map(itemgetter(1), pairs)
-    residuals: list[float] = list(map(sub, measured, map(mul, repeat(scale), estimated)))
-    return statistics.median(residuals)
+    """The weighted median of `measured - scale x estimated` over (estimated,
+    measured) pairs."""
+    measured = [m for _, m in pairs]
+    residuals = [m - scale * e for e, m in pairs]
+    return _weighted_median(residuals, _weights(measured))
+
+
+def _ratio(rows: Sequence[Row], overheads: dict[int, float]) -> float:
+    """The weighted median of (measured - overhead) / estimated, clamped to SCALE_RANGE:
+    the scale when the overheads are held where they are."""
+    usable = [(e, m, k) for e, m, (k, _) in rows if e > 0]
+    if not usable:
+        return 1.0
+    ratios = [(m - overheads[k]) / e for e, m, k in usable]
+    low, high = SCALE_RANGE
+    found = _weighted_median(ratios, _weights([m for _, m, _ in usable]))
+    return min(max(found, low), high)
+
+
+def _unlogged_breaks(rows: list[Row], scale: float) -> tuple[list[Row], set[int]]:
+    """`rows` with a stretch of its own wherever the residuals jump or fall and stay
+    there (see SHIFT_SHARE), and the new stretches' ids. Stretch ids stay in step
+    order: a logged stretch k's unlogged parts are numbered after it."""
+    w = SHIFT_WINDOW
+    out: list[Row] = []
+    unlogged: set[int] = set()
+    ids: dict[tuple[int, int], int] = {}
+    start = 0
+    while start < len(rows):
+        stretch = rows[start][2][0]
+        stop = start
+        while stop < len(rows) and rows[stop][2][0] == stretch:
+            stop += 1
+        part = rows[start:stop]
+        residual = [m - scale * e for e, m, _ in part]
+        cuts: list[int] = []
+        for i in range(w, len(part) - w + 1):
+            # A step, not a drift: the residual moves at once, and stays moved.
+            moved = residual[i] - residual[i - 1]
+            enough = max(SHIFT_TOKENS, SHIFT_SHARE * part[i][1])
+            if abs(moved) <= enough or (cuts and i - cuts[-1] < w):
+                continue
+            before = statistics.median(residual[i - w : i])
+            after = statistics.median(residual[i : i + w])
+            if abs(after - before) > enough and (after - before) * moved > 0:
+                cuts.append(i)
+        piece = 0
+        for j, (e, m, (_, step)) in enumerate(part):
+            if piece < len(cuts) and j == cuts[piece]:
+                piece += 1
+            key = (stretch, piece)
+            if key not in ids:
+                ids[key] = len(ids)
+                if piece:
+                    unlogged.add(ids[key])
+            out.append((e, m, (ids[key], step)))
+        start = stop
+    return out, unlogged
 
 
 def fit_exact(rows: Sequence[tuple[int, int, tuple[int, int]]]) -> Reconciliation | None:
@@ -239,10 +368,9 @@ def _scored(rec: Reconciliation, rows: list[tuple[int, int, int]]) -> Reconcilia
 
 
 def _errors(rows: list[tuple[int, int, int]], scale: float, overhead: int) -> list[float]:
-    """|max(round(scale x estimated) + overhead, 0) - measured| / measured per row."""
+    """|sized(scale, estimated, overhead) - measured| / measured per row."""
     measured = list(map(itemgetter(1), rows))
-    sized = map(round, map(mul, repeat(scale), map(itemgetter(0), rows)))
-    sent = map(max, map(add, sized, repeat(overhead)), repeat(0))
+    sent = [sized(scale, e, overhead) for e, _, _ in rows]
     return list(map(truediv, map(abs, map(sub, sent, measured)), measured))
 
 

@@ -61,3 +61,35 @@ def test_cost_reads_the_cached_prefix_at_the_cache_price():
     assert (new * 1e6, read * 1e6) == (pytest.approx(3.0 * 1.25), pytest.approx(3.0 * 0.1))
     new, _, out = per_token(PRESETS["openai"])
     assert new * 1e6 + out * 1e6 == pytest.approx(11.25)
+
+
+def test_turn_only_thinking_is_sent_until_the_next_user_turn():
+    from contextsim.counting.builder import build
+    from contextsim.counting.estimators import ESTIMATORS
+    from contextsim.engine.plan import Plan
+    from contextsim.engine.policy import plain_accounts
+    from contextsim.model import Message, Run, TextPart, ThinkingPart
+
+    def answer() -> Message:
+        return Message(
+            "assistant", (ThinkingPart("", sent_tokens=500, turn_only=True), TextPart("ok"))
+        )
+
+    run = Run(
+        "r",
+        (
+            Message("user", (TextPart("one"),)),
+            answer(),
+            Message("user", (TextPart("two"),)),
+            answer(),
+            Message("user", (TextPart("three"),)),
+        ),
+    )
+    sk = build(run, ESTIMATORS["chars4"])
+    assert sk.turn_thinking[1] == 500
+    _, acct = plain_accounts(sk)
+    whole = [sum(sk.tokens[:end]) for end in (2, 4, 5)]
+    # Within its turn the reasoning is sent; once the user speaks again, it is not.
+    assert acct.sent(Plan(2)) == whole[0]
+    assert acct.sent(Plan(4)) == whole[1] - 500
+    assert acct.sent(Plan(5)) == whole[2] - 1_000

@@ -167,6 +167,20 @@ def test_a_given_scale_fits_only_the_overheads():
     assert fit_rows(rows) is not None and fit_rows(rows).scale == 1.0  # type: ignore[union-attr]
 
 
+def _weighted_median_residual(pairs, scale):
+    """Independently: the value where the weights (1/size, sizes floored at a quarter
+    of their median) first reach half their total, residuals in order."""
+    measured = [m for _, m in pairs]
+    floor = max(statistics.median(measured) / 4, 1)
+    items = sorted((m - scale * e, 1 / max(m, floor)) for e, m in pairs)
+    total, seen = sum(w for _, w in items), 0.0
+    for value, weight in items:
+        seen += weight
+        if seen >= total / 2:
+            return value
+    return items[-1][0]
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(
@@ -176,21 +190,55 @@ def test_a_given_scale_fits_only_the_overheads():
     ),
     st.one_of(st.none(), st.floats(0.5, 3.0)),
 )
-def test_a_fits_overheads_are_the_median_residuals_of_their_stretches(pairs, scale):
+def test_a_fits_overheads_are_weighted_median_residuals_of_their_stretches_never_below_0(
+    pairs, scale
+):
     stretches = sorted(s for _, _, s in pairs)
     marked = enumerate(zip(pairs, stretches, strict=True))
     rows = [(e, m, (stretch, step)) for step, ((e, m, _), stretch) in marked]
     found = fit_rows(rows, scale=scale)
     assert found is not None
     used = found.scale
-    medians = {
-        s: round(statistics.median(m - used * e for e, m, (k, _) in rows if k == s))
-        for s in set(stretches)
-    }
-    firsts = {s: min(step for _, _, (k, step) in rows if k == s) for s in medians}
-    assert found.overhead == medians[min(medians)]
-    assert found.later == tuple(
-        (firsts[s], medians[s]) for s in sorted(medians) if s != min(medians)
-    )
+    # The stretches the fit found: every logged one, and those it cut out of them.
+    firsts = sorted({0, *(first for first, _ in found.later)})
+    assert set(found.unlogged) <= set(firsts)
+    of = {step: max(f for f in firsts if f <= step) for _, _, (_, step) in rows}
+    for first in firsts:
+        pairs_in = [(e, m) for e, m, (_, step) in rows if of[step] == first]
+        expected = max(round(_weighted_median_residual(pairs_in, used)), 0)
+        assert found.at(first).overhead == expected
+    assert found.overhead >= 0 and all(o >= 0 for _, o in found.later)
     errors = sorted(abs(found.at(step).tokens(e) - m) / m for e, m, (_, step) in rows)
     assert (found.median_error, found.worst_error) == (statistics.median(errors), errors[-1])
+
+
+def test_a_request_that_sends_something_is_never_0_tokens():
+    rec = Reconciliation(1.0, 0)
+    assert rec.tokens(3) == 3 and rec.tokens(0) == 0
+    found = fit([10, 20, 30, 40, 50], [1, 1, 1, 1, 1])
+    assert found is not None and found.overhead >= 0 and found.tokens(10) >= 1
+
+
+def test_an_unlogged_jump_of_the_measured_context_starts_a_stretch_of_its_own():
+    # 30 requests growing by 1,000; from step 15 the measured context is 27,000 higher
+    # with nothing logged (context injected, a resumed session).
+    estimated = [10_000 + 1_000 * i for i in range(30)]
+    measured = [e + 5_000 + (27_000 if i >= 15 else 0) for i, e in enumerate(estimated)]
+    found = fit(estimated, measured)
+    assert found is not None
+    assert found.scale == pytest.approx(1.0) and found.overhead == 5_000
+    assert found.later == ((15, 32_000),) and found.unlogged == (15,)
+    assert found.worst_error == pytest.approx(0.0)
+    # A lone odd request is no stretch.
+    measured[7] += 27_000
+    assert fit(estimated, measured[:15] + [e + 5_000 for e in estimated[15:]]).unlogged == ()
+
+
+def test_the_overhead_goes_below_0_only_as_far_as_the_tool_definitions_the_log_holds():
+    # A provider that counts 300 tokens fewer of the tools than the estimator does.
+    estimated = [1_437, 1_873, 3_029, 4_185, 6_196]
+    rows = [(e, e - 300, (0, i)) for i, e in enumerate(estimated)]
+    unbounded = fit_rows(rows)
+    assert unbounded is not None and unbounded.overhead >= 0
+    found = fit_rows(rows, specs=1_386)
+    assert found is not None and found.overhead == -300 and found.scale == pytest.approx(1.0)

@@ -52,7 +52,7 @@ def stored_message(run: Run, row: tuple[Any, ...]) -> core.Message:
             "cache_write": u_write or 0,
             "output_tokens": u_out or 0,
             "cache_write_1h": u_hour or 0,
-            "model": u_model,
+            "model": u_model or "",
         }
     )
     data = {

@@ -103,7 +103,11 @@ class AnthropicClearPlanner:
             if self.acct.think_count[min(tb, end)]:
                 stage = "clear"
         params = self.tools
-        if params is None or self.provider(self.acct.span(0, end, 0, tb)) <= params.trigger:
+        if (
+            params is None
+            or self.provider(self.acct.span(0, end, 0, tb, self.acct.turn_bound(end)))
+            <= params.trigger
+        ):
             return Plan(end, stage=stage, thinking_before=tb)
         cb = self.uses.boundary(self.uses.older_than_kept(end, params.keep))
         # clear_save[cb]: tokens freed by clearing everything clearable before cb,

@@ -68,6 +68,7 @@ from contextsim.model import (
     Role,
     Run,
     TextPart,
+    ThinkingPart,
     Usage,
 )
 from contextsim.systems.openai_api.items import CALL_ITEMS, ITEM_TYPES, OUTPUT_ITEMS, item_parts
@@ -161,6 +162,7 @@ class _Builder:
         self.announced = False  # a compacted record awaiting its context_compacted event
         self.usage_first: bool | None = None  # 0.64/0.65: a call's usage precedes its items
         self.held: Usage | None = None  # such a usage, until its call is read
+        self.held_reasoning: dict[int, int] = {}  # reasoning tokens of the newest usage
         self.skipped: Counter[str] = Counter()
         self.window: int | None = None  # model_context_window, as the rollout states it
         self.instructions = ""  # session_meta.base_instructions: sent with every request
@@ -237,13 +239,26 @@ class _Builder:
             usage, self.held = self.held, None
         self.last_call = len(self.messages)
         self.last_measured = usage is not None
-        self.messages.append(
-            Message(
-                "assistant", tuple(self.call), usage, source=self.call_source, time=self.call_time
-            )
-        )
+        call = Message("assistant", tuple(self.call), source=self.call_source, time=self.call_time)
+        self.messages.append(self._measured(call, usage))
         self.call = []
         return True
+
+    def _measured(self, call: Message, usage: Usage | None) -> Message:
+        """`call` with its usage, and the reasoning it wrote sized as measured: the
+        API sends a call's reasoning back (its reasoning_output_tokens) until the next
+        user turn, and counts it then; its summary is not what is sent."""
+        if usage is None:
+            return call
+        reasoning = self.held_reasoning.pop(id(usage), 0)
+        parts, given = [], False
+        for part in call.parts:
+            if isinstance(part, ThinkingPart):
+                sent = 0 if given else reasoning
+                given = given or reasoning > 0
+                part = replace(part, sent_tokens=sent, turn_only=True)
+            parts.append(part)
+        return replace(call, parts=tuple(parts), usage=usage)
 
     def _event(self, payload: dict[str, Any], where: str) -> None:
         kind = payload.get("type")
@@ -275,6 +290,10 @@ class _Builder:
         usage = _usage(self.path, where, last)
         if usage.context == 0 and usage.output_tokens == 0:
             return
+        reasoning = token_count(
+            self.path, where, last.get("reasoning_output_tokens"), "'reasoning_output_tokens'"
+        )
+        self.held_reasoning = {id(usage): min(reasoning, usage.output_tokens)}
         self.last_context = usage.context
         if self.usage_first is None:
             self.usage_first = not self.call and self.last_call < 0
@@ -292,7 +311,7 @@ class _Builder:
             self.orphan_usage += 1
         elif self.last_call >= 0 and self.messages[self.last_call].usage is None:
             # Written after the call's tool outputs: it still measures that call.
-            self.messages[self.last_call] = replace(self.messages[self.last_call], usage=usage)
+            self.messages[self.last_call] = self._measured(self.messages[self.last_call], usage)
             self.last_measured = True
         else:
             self.orphan_usage += 1

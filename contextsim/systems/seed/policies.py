@@ -232,7 +232,7 @@ class MythexPlanner(TurnCutter):
         if self.acct.raw[end] <= self.budget:
             return Plan(end)
         cb = self.clear_boundary(end)
-        total = self.acct.span(0, end, cb)
+        total = self.acct.span(0, end, cb, ub=self.acct.turn_bound(end))
         if total <= self.budget:
             return Plan(end, 0, 0, "t", 0, cb, 0, "clear")
         return (

@@ -124,7 +124,7 @@ def test_parallel_function_calls_and_their_reasoning_are_one_model_call():
         "assistant",
     ]
     first = run.messages[1]
-    assert first.parts[0] == ThinkingPart("plan", opaque_chars=len("gAAAA"))
+    assert first.parts[0] == ThinkingPart("plan", opaque_chars=len("gAAAA"), turn_only=True)
     assert first.parts[1] == TextPart("checking")
     assert [c.id for c in first.tool_calls] == ["c1", "c2", "c3"]
     assert first.source == "line 4"
@@ -513,3 +513,12 @@ def test_redacted_encrypted_reasoning_keeps_the_length_its_marker_states():
     )
     (run,) = parse([META, message("user", "go"), reasoning, message("assistant", "x")]).runs
     assert run.messages[1].parts[0] == ThinkingPart("", opaque_chars=1_892)
+
+
+def test_a_calls_reasoning_is_sized_as_measured_and_sent_only_within_its_turn():
+    reasoning = item(type="reasoning", summary=[], content=None, encrypted_content="g" * 4_000)
+    usage = tokens(5_000, out=900)
+    usage["payload"]["info"]["last_token_usage"]["reasoning_output_tokens"] = 700
+    (run,) = parse([META, message("user", "go"), reasoning, call("c1"), usage, output("c1")]).runs
+    (thought,) = [p for p in run.messages[1].parts if isinstance(p, ThinkingPart)]
+    assert thought == ThinkingPart("", opaque_chars=4_000, sent_tokens=700, turn_only=True)

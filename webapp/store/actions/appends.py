@@ -327,10 +327,10 @@ def _key(message: core.Message) -> tuple[object, ...]:
             usage.cache_write,
             usage.output_tokens,
             usage.cache_write_1h or None,
-            usage.model[:200],
+            usage.model[:200] or None,
         )
         if usage
-        else (None, None, None, None, None, "")
+        else (None,) * 6
     )
     time = None if message.time is None else datetime.fromtimestamp(message.time, tz=UTC)
     return (content_key(message), *counts, time)

@@ -51,7 +51,7 @@ class MessageRow(NamedTuple):
     source: str
     timestamp: datetime | None
     usage_cache_write_1h: int | None
-    usage_model: str
+    usage_model: str | None
 
 
 LIVE_COUNTED: dict[str, Estimator] = {n: e for n, e in ESTIMATORS.items() if n not in SLOW}
@@ -100,7 +100,7 @@ def message_row(
             datetime.fromtimestamp(message.time, tz=UTC) if message.time is not None else None
         ),
         usage_cache_write_1h=usage.cache_write_1h if usage and usage.cache_write_1h else None,
-        usage_model=storable(usage.model[:200]) if usage else "",
+        usage_model=storable(usage.model[:200]) if usage and usage.model else None,
     )
 
 
