@@ -31,6 +31,7 @@ SYSTEMS = (
     "contextsim.systems.seed",
     "contextsim.systems.claude_code",
     "contextsim.systems.codex",
+    "contextsim.systems.gemini_cli",
     "contextsim.systems.inspect_ai",
     "contextsim.systems.anthropic_api",
     "contextsim.systems.openai_api",
