@@ -32,6 +32,7 @@ SYSTEMS = (
     "contextsim.systems.claude_code",
     "contextsim.systems.codex",
     "contextsim.systems.gemini_cli",
+    "contextsim.systems.claude_trace",
     "contextsim.systems.inspect_ai",
     "contextsim.systems.anthropic_api",
     "contextsim.systems.openai_api",

@@ -31,6 +31,7 @@ from contextsim.counting.skeleton import Skeleton
 from contextsim.engine.policy import make_params, param_fields
 from contextsim.engine.simulate import REPLAY, reconciliation, simulate
 from contextsim.ingest.base import FormatError
+from contextsim.ingest.captures import FORMAT as CAPTURED
 from contextsim.ingest.detect import IMPORTERS, parse_path
 from contextsim.model import Run, request_count
 from contextsim.registry import POLICIES
@@ -109,7 +110,8 @@ def _simulate(args: argparse.Namespace) -> int:
         if said:
             print(f"warning: {run.title}: {said}", file=sys.stderr)
         points = compaction_points(sk, [build(r, estimator) for r in requests_of(run, runs)])
-        rec = _reconciliation(args, sk, points)
+        # A capture holds its requests whole: nothing unlogged to fit.
+        rec = _reconciliation(args, sk, points, run.format == CAPTURED)
         for name, params in configs:
             sim = simulate(
                 sk,
@@ -138,13 +140,13 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _reconciliation(
-    args: argparse.Namespace, sk: Skeleton, points: tuple[CompactionPoint, ...]
+    args: argparse.Namespace, sk: Skeleton, points: tuple[CompactionPoint, ...], exact: bool
 ) -> Reconciliation | None:
     """The run's fit (its compaction requests' points included), unless --no-reconcile;
     --overhead and --scale replace its terms."""
     if args.no_reconcile:
         return None
-    return reconciliation(sk, overhead=args.overhead, scale=args.scale, points=points)
+    return reconciliation(sk, overhead=args.overhead, scale=args.scale, points=points, exact=exact)
 
 
 def _prices(

@@ -196,16 +196,23 @@ TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 
 def response(text: str) -> dict[str, Any]:
     """The Responses API body a stream of events ends with (its terminal event's
-    ``response``). Raises StreamError on an ``error`` event or a stream that never
-    reached a terminal event."""
+    ``response``), its ``output`` filled from the ``response.output_item.done`` events
+    where the terminal event leaves it empty (as ChatGPT's Codex backend does). Raises
+    StreamError on an ``error`` event or a stream that never reached a terminal event."""
     last: dict[str, Any] | None = None
+    items: dict[int, Any] = {}
     for data in _payloads(text):
         if not isinstance(data, dict):
             continue
         if data.get("type") == "error":
             raise StreamError(json.dumps(data.get("error") or data, ensure_ascii=False))
+        if data.get("type") == "response.output_item.done" and "item" in data:
+            index = data.get("output_index")
+            items[index if isinstance(index, int) else len(items)] = data["item"]
         if data.get("type") in TERMINAL and isinstance(data.get("response"), dict):
             last = data["response"]
     if last is None:
         raise StreamError("the stream ended before the response was complete")
+    if not last.get("output") and items:
+        last = {**last, "output": [items[i] for i in sorted(items)]}
     return last
