@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from contextsim.truth.prices import window_source
+
 
 def new_public_id() -> str:
     """A short, unguessable id for URLs (72 random bits)."""
@@ -201,6 +203,11 @@ class Run(models.Model):
     class Meta:
         ordering = ["-created", "-id"]
         base_manager_name = "all_objects"
+
+    @property
+    def window_said(self) -> str:
+        """Where the run's default hard limit comes from, for a person."""
+        return window_source(self.model, self.context_window, self.window_source)
 
     def __str__(self) -> str:
         return self.title

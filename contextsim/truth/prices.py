@@ -174,6 +174,17 @@ def default_limits(model: str, context_window: int | None) -> tuple[int, int, bo
     return hard_limit, min(DEFAULT_BUDGET, hard_limit), window is not None
 
 
+def window_source(model: str, context_window: int | None, said: str = "") -> str:
+    """Where a run's default hard limit comes from, for a person: `said` (the run's
+    Run.window_source), the log, genai-prices, or the assumed DEFAULT_HARD_LIMIT."""
+    if context_window:
+        return said or "stated in the log"
+    facts = model_facts(model)
+    if facts is not None and facts.context_window:
+        return f"genai-prices' window for {facts.model}"
+    return f"assumed: the log names no window and genai-prices knows no {model or 'model'}"
+
+
 def run_limits(run: Run, hard_limit: int | None, budget: int | None) -> tuple[int, int, str]:
     """(hard limit, budget, what to tell the person) for `run`: as given, else its
     default_limits, with a warning when the window is unknown."""

@@ -309,3 +309,18 @@ def test_a_page_of_one_policy_simulates_it_alone_and_the_dashboard_three(
         seen[name] = list(policies)
     assert seen["run"] == ["mythex", "turns", "as_logged"]
     assert seen["ledger"] == seen["step"] == seen["export"] == ["mythex"]
+
+
+def test_the_window_card_says_where_the_hard_limit_comes_from(alice, alice_client, corpus):
+    # A Claude Code 2.1 session on Opus 4.5 that compacted at 169k: Claude Code ran it on
+    # 200,000, whatever window genai-prices gives the model.
+    data = (corpus / "claude_code" / "sentinelpi_55210cba.jsonl").read_bytes()
+    import_bytes(alice, "s.jsonl", data)
+    run = Run.objects.get(format="claude-code", subagent=False)
+    page = get(alice_client, "run", run, policy="as_logged").content.decode()
+    card = page.split('id="window"')[1].split("</div>")[0]
+    assert "200,000" in card or "200k" in card
+    assert "Claude Code 2.1.29" in card
+    # A log with no window and a model genai-prices does not know says it was assumed.
+    assert "stated in the log" in Run(context_window=1, window_source="").window_said
+    assert "assumed" in Run(model="mystery-9", context_window=None).window_said

@@ -28,8 +28,9 @@ DEFAULTS = {
 
 
 def defaults_for(model: str, context_window: int | None) -> dict[str, Any]:
-    """A run's defaults: its hard limit is the window its log states, else its model's
-    (genai-prices), else DEFAULTS'; the budget is DEFAULTS' but never above it."""
+    """A run's defaults: its hard limit is the window its log states (or its agent's
+    rules say, model.Run.window_source), else its model's (genai-prices), else
+    DEFAULTS'; the budget is DEFAULTS' but never above it."""
     hard_limit, budget, _ = default_limits(model, context_window)
     return {**DEFAULTS, "hard_limit": hard_limit, "budget": budget}
 
