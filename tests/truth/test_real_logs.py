@@ -33,6 +33,13 @@ LOGS = [
     "codex/localpush_redacted_rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl",
     "openai_chat/inspect_2025-05-12T20-27-36-04-00_browser.json",
     "openhands/basic.json",
+    "claude_code/tpuinf_19a2e244.jsonl",
+    "claude_code/sentinelpi_55210cba.jsonl",
+    "codex/zoqore_rollout-2025-12-09T18-16-09-019b0566-9af8-7861-b806-46997f51323a.jsonl",
+    "codex/zoqore_rollout-2026-02-05T16-47-57-019c2fc6-b5ab-76c1-848e-5d2f90e8cd79.jsonl",
+    "gemini_cli/vct_session-8a20078e.json",
+    "gemini_cli/vct_session-0ab84937.jsonl",
+    "raw_api/hanq_redacted_log-2026-06-15-09-15-50.jsonl",
 ]
 ESTIMATOR = ESTIMATORS["script"]
 

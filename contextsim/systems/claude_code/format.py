@@ -63,10 +63,22 @@ from contextsim.model import (
     ToolResultPart,
     Usage,
 )
+from contextsim.systems.claude_code.attachments import attachment_text
 from contextsim.systems.claude_code.rules import session_window
 
-SKIPPED_TYPES = Names({"progress", "file-history-snapshot", "queue-operation"})
-"""Record types Claude Code writes that are never sent to the model."""
+SKIPPED_TYPES = Names(
+    {
+        "progress",
+        "file-history-snapshot",
+        "queue-operation",
+        "ai-title",
+        "custom-title",
+        "last-prompt",
+        "permission-mode",
+    }
+)
+"""Record types Claude Code writes that are never sent to the model (its UI's: titles,
+the last prompt typed, the permission mode)."""
 CODEX_TYPES = Names({"session_meta", "response_item", "event_msg", "turn_context"})
 SYNTHETIC = "<synthetic>"
 COMPACTION_AGENT = "agent-acompact"
@@ -212,6 +224,8 @@ class _Builder:
         data, kind = record.data, record.data.get("type")
         if kind == "summary" and isinstance(data.get("summary"), str):
             self.summaries.append((str(data.get("leafUuid") or ""), data["summary"]))
+        elif kind == "attachment":
+            self._add_attachment(record)
         elif kind not in ("user", "assistant", "system", "summary", *SKIPPED_TYPES):
             self.unknown_types[str(kind)] += 1
         elif kind in ("user", "assistant") or data.get("subtype") == "compact_boundary":
@@ -225,6 +239,17 @@ class _Builder:
             else:
                 run.compactions.append(_compaction(data, run.size))
                 run.sealed = True
+
+    def _add_attachment(self, record: Record) -> None:
+        """Context the harness adds to the next request (see attachments)."""
+        data = record.data
+        if isinstance(data.get("uuid"), str) and data["uuid"] in self.owner:
+            return
+        text = attachment_text(data.get("attachment"))
+        run = self._run_for(record)
+        if text:
+            time = parse_time(data.get("timestamp"))
+            run.append(_Draft("system", [TextPart(text)], f"line {record.line}", time=time))
 
     def _run_for(self, record: Record) -> _RunDraft:
         """The run a record belongs to; remembers the record's uuid for its children."""

@@ -456,3 +456,35 @@ def test_ccviewer_fe5e1c67_has_170_requests_over_five_subagents_and_its_summary_
     assert main.title == "Empty Repo Setup: CLAUDE.md Foundation Created"
     assert len(subagents) == 5 and all(r.subagent for r in subagents)
     assert [request_count(r) for r in parsed.runs] == [9, 9, 34, 40, 25, 53]
+
+
+def _attachment(uuid: str, parent: str, attachment: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "attachment",
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": SESSION,
+        "isSidechain": False,
+        "attachment": attachment,
+    }
+
+
+def test_attachments_put_their_text_in_the_next_request_and_ui_events_nothing():
+    skills = {"type": "skill_listing", "content": "- review: review a pull request"}
+    tools = {"type": "deferred_tools_delta", "addedNames": ["WebFetch", "WebSearch"]}
+    lines = [
+        *HELLO,
+        _attachment("t1", "a1", skills),
+        _attachment("t2", "t1", tools),
+        _attachment("t3", "t2", {"type": "task_reminder", "content": [], "itemCount": 0}),
+        {"type": "ai-title", "sessionId": SESSION, "aiTitle": "Greeting"},
+        user("u2", "next", "t3"),
+    ]
+    parsed = parse(b"\n".join(json.dumps(x).encode() for x in lines))
+    (run,) = parsed.runs
+    added = [m for m in run.messages if m.role == "system"]
+    assert [m.text for m in added] == [
+        "<system-reminder>\n- review: review a pull request\n</system-reminder>",
+        "<system-reminder>\nWebFetch\nWebSearch\n</system-reminder>",
+    ]
+    assert parsed.warnings == ()  # attachments and UI records are known, not "unknown"
