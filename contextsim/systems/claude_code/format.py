@@ -195,6 +195,7 @@ class _RunDraft:
     sealed: bool = False  # after a compaction boundary nothing merges into older messages
     version: str = ""  # Claude Code's version, as the last line that names one says
     peak: int = 0  # the largest measured request
+    measured_at: int | None = None  # a compaction agent's measured response
     flushed: int = 0  # messages handed over already (ClaudeCodeImporter.pieces)
     words: str = ""  # what the user first typed in the messages handed over, for a title
     command: str = ""  # the first slash command in them
@@ -251,6 +252,17 @@ class _Builder:
             time = parse_time(data.get("timestamp"))
             run.append(_Draft("system", [TextPart(text)], f"line {record.line}", time=time))
 
+    def _only_the_last_is_measured(self, run: _RunDraft, record: Record) -> None:
+        """A compaction agent's file is one request, the summary's; from 2.1.8x it copies
+        the session's responses before it, usage and all, which the session measured
+        already: only its last response keeps its usage, so nothing is counted or
+        priced twice."""
+        if run.measured_at is not None:
+            if run.measured_at < run.flushed:
+                raise Reopen(f"{self.path}: line {record.line} follows a handed-over response")
+            run.messages[run.measured_at - run.flushed].usage = None
+        run.measured_at = run.size
+
     def _run_for(self, record: Record) -> _RunDraft:
         """The run a record belongs to; remembers the record's uuid for its children."""
         data, key = record.data, MAIN
@@ -293,6 +305,8 @@ class _Builder:
             draft.usage = usage or draft.usage  # repeated usage: keep one, the final one
             return
         run.responses[response] = run.size
+        if usage is not None and run.key.startswith(COMPACTION_AGENT):
+            self._only_the_last_is_measured(run, record)
         if isinstance(model, str) and model and model != SYNTHETIC:
             run.models[model] += 1
         time = parse_time(record.data.get("timestamp"))

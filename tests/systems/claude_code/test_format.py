@@ -488,3 +488,29 @@ def test_attachments_put_their_text_in_the_next_request_and_ui_events_nothing():
         "<system-reminder>\nWebFetch\nWebSearch\n</system-reminder>",
     ]
     assert parsed.warnings == ()  # attachments and UI records are known, not "unknown"
+
+
+def test_a_compaction_agent_that_copies_the_sessions_responses_measures_only_its_own():
+    # Claude Code 2.1.8x: the agent's file repeats the session's responses (same ids,
+    # same usage) before the summary request; the session measured those already.
+    data = jsonl(
+        sidechain(user("s1", "hello"), agentId="acompact-77"),
+        sidechain(
+            assistant("s2", "msg_1", [text("hi")], "s1", usage(10, 0, 900, 5)),
+            agentId="acompact-77",
+        ),
+        sidechain(user("s3", "do it", "s2"), agentId="acompact-77"),
+        sidechain(
+            assistant("s4", "msg_2", [text("done")], "s3", usage(20, 900, 40, 9)),
+            agentId="acompact-77",
+        ),
+        sidechain(user("s5", "Summarize this conversation", "s4"), agentId="acompact-77"),
+        sidechain(
+            assistant("s6", "msg_3", [text("Summary")], "s5", usage(30, 960, 0, 300)),
+            agentId="acompact-77",
+        ),
+    )
+    (run,) = parse(data).runs
+    assert run.compaction_request
+    measured = [m.usage for m in run.messages if m.usage is not None]
+    assert measured == [Usage(30, 960, 0, 300, model=run.model)]
