@@ -10,6 +10,7 @@ format is adding a system folder (contextsim.systems).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
@@ -141,16 +142,37 @@ def _known(name: str, format: str | None) -> None:
 
 def _parsed(name: str, source: Source, format: str | None) -> ParsedFile:
     if format is not None:
-        return with_source_warnings(_forced(IMPORTERS[format], source), source)
+        return _uncheckable(with_source_warnings(_forced(IMPORTERS[format], source), source), name)
     for importer in IMPORTERS.values():
         if importer.sniff(source):
-            return with_source_warnings(importer.parse(source), source)
+            return _uncheckable(with_source_warnings(importer.parse(source), source), name)
     raise FormatError(
         name,
         "",
         f"could not recognise the log format; supported formats: {supported()} "
         "(choose one explicitly to see what is missing)",
     )
+
+
+GUESSED = frozenset({"openai", "anthropic", "langchain"})
+"""Formats a bare list of chat messages is read as: their detection is a guess."""
+
+
+def _uncheckable(parsed: ParsedFile, name: str) -> ParsedFile:
+    """`parsed`, with a warning when nothing in it can be checked against what was sent:
+    no run has measured usage, a model or a tool result (a transcript such as Cursor's
+    reads as a chat, but its requests are a guess)."""
+    runs = parsed.runs
+    if parsed.format not in GUESSED or not runs or any(r.model for r in runs):
+        return parsed
+    messages = [m for r in runs for m in r.messages]
+    if any(m.usage is not None or m.tool_results for m in messages):
+        return parsed
+    said = (
+        f"{name}: read as {parsed.format}, it holds no usage, no model and no tool results: nothing "
+        "in it can be checked against what was sent, and its requests are a guess"
+    )
+    return replace(parsed, warnings=(*parsed.warnings, said))
 
 
 def _forced(importer: Importer, source: Source) -> ParsedFile:

@@ -84,6 +84,6 @@ def test_inspect_of_an_unknown_format_lists_the_supported_ones(tmp_path: Path):
     result = inspect(str(path))
     assert result.returncode == 2
     assert (
-        "supported formats: native, claude-code, codex, inspect-ai, anthropic, openai"
+        "supported formats: native, claude-code, codex, gemini-cli, claude-trace, inspect-ai"
         in result.stderr
     )

@@ -44,3 +44,16 @@ def test_broken_json_is_reported_at_its_own_line_and_column():
         parse_stream("s.jsonl", io.BytesIO(f"{good}\n{bad}\n{good}\n".encode()))
     assert f"line 2: invalid JSON (Expecting ':' delimiter at column {column})" in str(err.value)
     assert column > 1
+
+
+def test_a_chat_with_no_usage_model_or_tool_results_is_read_with_a_warning(tmp_path):
+    # A Cursor agent transcript: roles and text, nothing measured.
+    path = tmp_path / "transcript.json"
+    path.write_text(
+        '[{"role": "user", "content": "fix it"}, {"role": "assistant", "content": "done"}]'
+    )
+    parsed = parse_path(path)
+    assert parsed.runs and any("nothing in it can be checked" in w for w in parsed.warnings)
+    measured = tmp_path / "measured.json"
+    measured.write_text('{"model": "gpt-4o", "messages": [{"role": "user", "content": "fix it"}]}')
+    assert not any("nothing in it can be checked" in w for w in parse_path(measured).warnings)
