@@ -169,8 +169,9 @@ def _uncheckable(parsed: ParsedFile, name: str) -> ParsedFile:
     if any(m.usage is not None or m.tool_results for m in messages):
         return parsed
     said = (
-        f"{name}: read as {parsed.format}, it holds no usage, no model and no tool results: nothing "
-        "in it can be checked against what was sent, and its requests are a guess"
+        f"{name}: read as {parsed.format}, it holds no usage, no model and no tool "
+        "results: nothing in it can be checked against what was sent, and its requests "
+        "are a guess"
     )
     return replace(parsed, warnings=(*parsed.warnings, said))
 
