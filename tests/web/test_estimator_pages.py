@@ -138,3 +138,29 @@ def test_an_upload_over_the_limit_is_refused_before_its_body_is_read(db, setting
         CONTENT_LENGTH=str(50 * 1024 * 1024),
     )
     assert response.status_code == 413 and "the limit is 1,000" in response.content.decode()
+
+
+def test_a_compacted_sessions_requests_are_counted_as_sent_not_as_their_whole_history(
+    alice, corpus
+):
+    from tests.web.test_import_service import import_bytes
+    from webapp.estimators.reads import request_rows
+
+    path = corpus / "claude_code" / "codemie_session-624a4a58.jsonl"
+    import_bytes(alice, "s.jsonl", path.read_bytes())
+    run = Run.objects.get(format="claude-code", subagent=False, compaction_request=False)
+    (boundary,) = [c["before_message"] for c in run.compactions]
+    rows = request_rows(run)
+    after = next(
+        r
+        for r in rows
+        if r.measured
+        and r.step > 0
+        and rows[r.step - 1].measured
+        and r.measured < 0.6 * rows[r.step - 1].measured
+    )
+    # The log measured the request after the compaction at a fraction of the one
+    # before: the estimate of what it sent falls with it (the whole history did not).
+    before = rows[after.step - 1]
+    assert after.estimates["o200k"] < 0.6 * before.estimates["o200k"]
+    assert after.history < boundary

@@ -320,3 +320,37 @@ def test_a_sweep_too_big_or_over_the_queue_cap_is_refused_saying_so(
     said = f"{cells} cells of your sweeps are still waiting; at most {cells + 1}"
     assert said in second.content.decode()
     assert Sweep.objects.count() == 1 and SweepCell.objects.count() == cells
+
+
+def test_a_sweep_cell_shows_the_numbers_of_the_dashboard_it_opens(
+    alice, alice_client, corpus, queued, django_capture_on_commit_callbacks
+):
+    # A real session with measured usage: the dashboard reconciles its sizes with the
+    # usage; the cell must count the same sizes, not the estimator's.
+    from django.http import QueryDict
+
+    from contextsim.analysis.problems import detect
+    from contextsim.analysis.sweep import outcome
+    from tests.web.test_import_service import import_bytes
+    from webapp.dashboard import state as viewstate
+    from webapp.dashboard.analysis import analyse
+
+    data = (corpus / "claude_code" / "codemie_session-624a4a58.jsonl").read_bytes()
+    import_bytes(alice, "s.jsonl", data)
+    run = Run.objects.get(format="claude-code", subagent=False, compaction_request=False)
+    fields = {"budgets": "100000", "hard_limit": "200000", "estimator": "o200k"}
+    with django_capture_on_commit_callbacks(execute=True):
+        alice_client.post(
+            reverse("sweep-new"), {"runs": [run.public_id], "policies": ["mythex"], **fields}
+        )
+    (cell,) = SweepCell.objects.filter(run=run)
+    sweeps.run_cell(cell.pk)
+    cell.refresh_from_db()
+    page = alice_client.get(reverse("sweep", args=[cell.sweep.public_id])).content.decode()
+    link = page.split(f"/runs/{run.public_id}/?")[1].split('"')[0].replace("&amp;", "&")
+    state = viewstate.read_state(
+        QueryDict(link), None, viewstate.defaults_for(run.model, run.context_window)
+    )
+    shown = analyse(run, state, alone=True)
+    assert shown.reconciliation is not None  # the dashboard reconciles this run
+    assert cell.outcome == outcome(shown.main, detect(shown.main)).to_dict()

@@ -87,18 +87,7 @@ def analyse(
         rec = _borrowed(lender, state, counter, sk, prices)
     elif state.reconcile:
         points = _compaction_points(run, sk, used, counter)
-        exact = run.format == CAPTURED
-        reference = None if exact else _reference(run, counter, sk)
-        rec = reconciliation(
-            sk,
-            overhead=state.overhead,
-            scale=state.scale,
-            points=points,
-            exact=exact,
-            reference=None if reference is None else reference[0],
-        )
-        if rec is not None and rec.source == "reference" and reference is not None:
-            rec = replace(rec, source=f"scale of the captured run {reference[1][:80]!r}")
+        rec = run_reconciliation(run, sk, counter, points, state.overhead, state.scale)
     limits = partial(
         simulate,
         budget=state.budget,
@@ -124,6 +113,36 @@ def analyse(
     cost = measured_total(sk, prices)
     problems = detect(main)
     return Analysis(state, main, problems, other, rec, prices, cost, sent, len(points), stand_in)
+
+
+def run_reconciliation(
+    run: Run,
+    sk: Skeleton,
+    counter: Estimator,
+    points: tuple[CompactionPoint, ...] | None = None,
+    overhead: int | None = None,
+    scale: float | None = None,
+) -> Reconciliation | None:
+    """The run's reconciliation as every page shows it (the dashboard, a sweep's cell,
+    an export): fitted on its measured requests and its compaction requests (`points`,
+    found when not given), exact for a capture, with the scale of a captured run of the
+    same model where its own requests cannot tell one; `overhead` and `scale` set by
+    hand in place of the fitted terms."""
+    if points is None:
+        points = _compaction_points(run, sk, sk.estimator, counter)
+    exact = run.format == CAPTURED
+    reference = None if exact else _reference(run, counter, sk)
+    rec = reconciliation(
+        sk,
+        overhead=overhead,
+        scale=scale,
+        points=points,
+        exact=exact,
+        reference=None if reference is None else reference[0],
+    )
+    if rec is not None and rec.source == "reference" and reference is not None:
+        rec = replace(rec, source=f"scale of the captured run {reference[1][:80]!r}")
+    return rec
 
 
 def _compaction_points(

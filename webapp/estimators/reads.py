@@ -13,6 +13,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from contextsim.analysis.estimator_report import signed_error
 from contextsim.counting.estimators import ESTIMATORS, Estimator
 from contextsim.counting.fitting import CustomEstimator, Rates
+from contextsim.engine.replay import replay_log
 from contextsim.model import request_bounds
 from webapp.models import CustomRates, Message, Run
 from webapp.store.reads import skeleton_of
@@ -81,17 +82,46 @@ def request_rows(run: Run) -> list[RequestRow]:
             if len(stored) != len(rows):
                 continue  # the run changed meanwhile: left out of this view
         totals[name] = list(accumulate(stored, initial=0))
+    bounds = request_bounds([r[0] for r in rows])
+    sent = _as_sent(run, list(totals), len(bounds), len(rows))
     out = []
-    for k, (end, response) in enumerate(request_bounds([r[0] for r in rows])):
+    for k, (end, response) in enumerate(bounds):
         measured = None
         kind, tools = "pending", ""
         if response is not None:
             _, kind, _, u_in, u_read, u_write, tools = rows[response]
             if u_in is not None:
                 measured = u_in + (u_read or 0) + (u_write or 0)
-        estimates = {name: sums[end] for name, sums in totals.items()}
-        out.append(RequestRow(k, end, estimates, measured, kind, tools))
+        if sent is None:
+            estimates, history = {name: sums[end] for name, sums in totals.items()}, end
+        else:
+            history, estimates = sent[0][k], {name: column[k] for name, column in sent[1].items()}
+        out.append(RequestRow(k, history, estimates, measured, kind, tools))
     return out
+
+
+def _as_sent(
+    run: Run, names: list[str], steps: int, size: int
+) -> tuple[list[int], dict[str, list[int]]] | None:
+    """For a run whose log compacted or shortened what it sent: per request, the
+    messages sent and each estimator's count of them as the log replays them
+    (as_logged, the dashboard's baseline), not of the whole history. None for a run
+    whose requests are its whole history (the stored counts' sums say it)."""
+    if not run.compactions and not run.elisions:
+        return None
+    columns: dict[str, list[int]] = {}
+    history: list[int] = []
+    for name in names:
+        sk = skeleton_of(run, name)
+        if sk.size != size or sk.steps != steps:
+            continue  # the run changed meanwhile: left out of this view
+        log = replay_log(sk)
+        columns[name] = list(log.estimated)
+        history = [
+            p.end - max(p.gap_end - p.gap_start, 0) + (1 if p.gap_end > p.gap_start else 0)
+            for p in log.plans
+        ]
+    return (history, columns) if history else None
 
 
 FEW_TOKENS = 100

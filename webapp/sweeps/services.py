@@ -17,6 +17,7 @@ from contextsim.analysis.sweep import Config, outcome
 from contextsim.counting.estimators import Estimator
 from contextsim.engine.simulate import simulate
 from contextsim.registry import POLICIES
+from webapp.dashboard.analysis import run_prices, run_reconciliation
 from webapp.estimators.reads import estimators_for
 from webapp.jobs import services as jobs
 from webapp.models import Run, Sweep, SweepCell
@@ -127,6 +128,7 @@ def _compute(cell: SweepCell, counters: dict[str, Estimator]) -> dict[str, Any]:
         if counter is None:
             raise ValueError(f"estimator {sweep.estimator} no longer exists")
         sk = skeleton_of(cell.run, sweep.estimator, counter)
+        # The sizes and prices the dashboard shows for this run: one truth per page.
         sim = simulate(
             sk,
             POLICIES[config.policy],
@@ -134,6 +136,8 @@ def _compute(cell: SweepCell, counters: dict[str, Estimator]) -> dict[str, Any]:
             budget=config.budget,
             hard_limit=sweep.hard_limit,
             count=counter.count,
+            prices=run_prices(cell.run),
+            reconcile=run_reconciliation(cell.run, sk, counter),
         )
         return {"status": SweepCell.Status.DONE, "outcome": outcome(sim, detect(sim)).to_dict()}
     except ValueError as exc:
