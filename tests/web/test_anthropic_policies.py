@@ -66,8 +66,11 @@ def test_clearing_thinking_shows_in_the_exported_step_records(thinking_run, alic
     cleared = json.loads(alice_client.get(f"{base}&policy=anthropic_clear_thinking").content)
     # The last request (after the second question) no longer sends turn one's thinking:
     # 8,000 characters, 2,000 tokens under chars4.
-    assert none["steps"][-1]["sent"] - cleared["steps"][-1]["sent"] == 2_000
-    assert none["steps"][1]["sent"] == cleared["steps"][1]["sent"]
+    assert (
+        none["steps"][-1]["sent_tokens_estimated"] - cleared["steps"][-1]["sent_tokens_estimated"]
+        == 2_000
+    )
+    assert none["steps"][1]["sent_tokens_estimated"] == cleared["steps"][1]["sent_tokens_estimated"]
 
 
 def test_a_bad_parameter_is_refused_with_its_name(thinking_run, alice_client):

@@ -160,7 +160,16 @@ def test_message_text_returns_the_whole_message_escaped(alice_client, run):
 def test_exports_csv_and_json(alice_client, run):
     text = get(alice_client, "export", run, "csv", budget=8000).content.decode()
     rows = list(csv.reader(io.StringIO(text)))
-    assert rows[0][:3] == ["step", "history_messages", "sent"] and len(rows) == 32
+    # Every token column says its size: this run is reconciled with its usage.
+    assert rows[0][:5] == [
+        "step",
+        "history_messages",
+        "sent_tokens_reconciled",
+        "sent_tokens_estimated",
+        "full_history_tokens_estimated",
+    ]
+    assert {"cached_tokens_reconciled", "measured_tokens", "cost_from"} <= set(rows[0])
+    assert len(rows) == 32
     data = json.loads(get(alice_client, "export", run, "json", budget=8000).content)
     assert data["budget"] == 8000 and len(data["steps"]) == 31 and data["problems"]
     assert get(alice_client, "export", run, "xml").status_code == 404

@@ -94,7 +94,8 @@ def test_unknown_format_lists_the_supported_formats(alice):
     job = import_bytes(alice, "notes.json", b'{"hello": "world"}')
     assert job.status == "failed"
     assert (
-        "supported formats: native, claude-code, codex, gemini-cli, claude-trace, inspect-ai" in job.error
+        "supported formats: native, claude-code, codex, gemini-cli, claude-trace, inspect-ai"
+        in job.error
     )
 
 

@@ -57,10 +57,15 @@ def test_summarization_shrinks_what_is_sent(tool_run, alice_client):
     summarized = json.loads(alice_client.get(f"{base}&{query}").content)
     # No trigger (LangChain's default): nothing is summarized.
     default = json.loads(alice_client.get(f"{base}&policy=langchain_summarization").content)
-    assert [s["sent"] for s in default["steps"]] == [s["sent"] for s in none["steps"]]
+    assert [s["sent_tokens_estimated"] for s in default["steps"]] == [
+        s["sent_tokens_estimated"] for s in none["steps"]
+    ]
     # 4,000-character results (1,000 tokens each under chars4): once the messages
     # count 5,000 tokens, all but the newest 4 are summarized.
-    assert summarized["steps"][-1]["sent"] < none["steps"][-1]["sent"] // 2
+    assert (
+        summarized["steps"][-1]["sent_tokens_estimated"]
+        < none["steps"][-1]["sent_tokens_estimated"] // 2
+    )
 
 
 def test_a_bad_summarization_parameter_is_refused_with_its_name(tool_run, alice_client):

@@ -233,17 +233,25 @@ def _change(before: tuple[str, bool, bool], after: tuple[str, bool, bool]) -> st
 
 
 def records_csv_rows(sim: Simulation) -> list[list[Any]]:
+    """One row per request; every token column says which size it is (docs/truth.md):
+    `reconciled` (the provider's count, when the run is reconciled), `estimated` (the
+    estimator's count), `measured` (the log's usage); `cost_from` says whether a row's
+    dollars are its measured usage priced or the simulated request's."""
+    size = "reconciled" if sim.reconciliation is not None else "estimated"
+    replayed = sim.policy == REPLAY
     head = [
         "step",
         "history_messages",
-        "sent",
-        "full",
+        f"sent_tokens_{size}",
+        "sent_tokens_estimated",
+        "full_history_tokens_estimated",
         "stage",
         "over_budget",
         "rejected",
-        "cached",
+        f"cached_tokens_{size}",
         "cost_usd",
-        "measured",
+        "cost_from",
+        "measured_tokens",
         "cleared",
         "truncated",
         "summarized",
@@ -251,17 +259,20 @@ def records_csv_rows(sim: Simulation) -> list[list[Any]]:
     ]
     rows: list[list[Any]] = [head]
     for r in sim.records:
+        priced = "measured" if replayed and r.measured is not None else "simulated"
         rows.append(
             [
                 r.step,
                 r.end,
                 r.sent,
+                r.estimated,
                 r.full,
                 r.stage,
                 r.over_budget,
                 r.rejected,
                 r.cached,
                 round(r.cost, 6),
+                priced,
                 r.measured,
                 *sim.counts(r.step),
             ]
