@@ -325,3 +325,20 @@ def test_a_long_run_answers_in_a_few_queries_whatever_its_requests(
     assert len(steps) == size // 2
     assert steps[-1]["messages"] == sum(10 + i % 7 for i in range(size - 1))
     assert steps[-1]["input"] == size - 1 and steps[0]["system"] == 0
+
+
+def test_a_compacted_runs_steps_are_what_each_request_sent(api, alice, corpus):
+    # The API, the dashboard and the estimators' page read a logged compaction alike:
+    # after it, a request sends the summary and what followed, not the whole history.
+    from tests.web.test_import_service import import_bytes
+
+    path = corpus / "claude_code" / "codemie_session-624a4a58.jsonl"
+    import_bytes(alice, "s.jsonl", path.read_bytes())
+    run = Run.objects.get(format="claude-code", subagent=False, compaction_request=False)
+    steps = api.get(reverse("api-run", args=[run.public_id]) + "?estimator=o200k").json()["steps"]
+    measured = [s["input"] + s["cache_read"] + s["cache_write"] for s in steps if s["input"]]
+    falls = [k for k in range(1, len(measured)) if measured[k] < 0.6 * measured[k - 1]]
+    (fall,) = falls
+    sent = [s["system"] + s["tools"] + s["messages"] for s in steps if s["input"]]
+    assert sent[fall] < 0.6 * sent[fall - 1]
+    assert steps[fall]["history"] < steps[fall - 1]["history"]

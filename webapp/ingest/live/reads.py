@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
 
 from contextsim.counting.estimators import STAND_INS, Estimator
+from contextsim.engine.replay import replay_log
 from contextsim.model import KINDS, Usage, request_bounds
 from webapp.models import Message, Run
 from webapp.runs.reads import visible_runs
@@ -64,7 +65,8 @@ class RequestFigures:
 
     step: int
     history: int
-    """Messages sent: every message before the step's response."""
+    """Messages sent: every message before the step's response, but those a logged
+    compaction replaced (its summary counts as one)."""
     usage: Usage | None
     """As the provider measured it; None when the log has no usage for the request."""
     system: int
@@ -105,6 +107,8 @@ def request_figures(run: Run, estimator: str, counter: Estimator) -> list[Reques
             "usage_output",
         )
     )
+    if run.compactions or run.elisions:
+        return _as_logged(run, estimator, counter)
     if any(not isinstance(row[2], int) for row in rows):
         return _from_skeleton(run, estimator, counter)
     bounds = request_bounds([row[0] for row in rows])
@@ -123,6 +127,28 @@ def _usage(row: Sequence[int | None]) -> Usage | None:
 def _from_skeleton(run: Run, estimator: str, counter: Estimator) -> list[RequestFigures]:
     sk = skeleton_of(run, estimator, counter)
     return _figures([KINDS[k] for k in sk.kinds], list(sk.tokens), list(sk.ends), list(sk.usage))
+
+
+def _as_logged(run: Run, estimator: str, counter: Estimator) -> list[RequestFigures]:
+    """The figures of a run whose log compacted or shortened what it sent: each request
+    as the log replays it (as_logged, the dashboard's baseline): the messages after a
+    compaction's boundary, the summary, the shortened texts."""
+    sk = skeleton_of(run, estimator, counter)
+    log = replay_log(sk)
+    kinds = [KINDS[k] for k in sk.kinds]
+    system_sums = _sums(kinds, list(sk.tokens), "system")
+    tools_sums = _sums(kinds, list(sk.tokens), "tools")
+    out = []
+    for step, (plan, sent) in enumerate(zip(log.plans, log.estimated, strict=True)):
+        gap = max(plan.gap_end - plan.gap_start, 0)
+        ranges = ((0, plan.gap_start), (plan.gap_end, plan.end)) if gap else ((0, plan.end),)
+        system = sum(system_sums[b] - system_sums[a] for a, b in ranges)
+        tools = sum(tools_sums[b] - tools_sums[a] for a, b in ranges)
+        history = plan.end - gap + (1 if gap else 0)
+        out.append(
+            RequestFigures(step, history, sk.usage[step], system, tools, sent - system - tools)
+        )
+    return out
 
 
 def _figures(
