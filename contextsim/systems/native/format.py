@@ -285,10 +285,20 @@ def _part(path: str, where: str, data: Any) -> Part:
     if kind == "text":
         return TextPart(text("text"))
     if kind == "thinking":
-        opaque = data.get("opaque_chars", 0)
-        if not isinstance(opaque, int) or isinstance(opaque, bool) or opaque < 0:
-            raise FormatError(path, f"{where}.opaque_chars", "expected a whole number >= 0")
-        return ThinkingPart(text("text"), opaque_chars=opaque)
+        sizes = {}
+        for key in ("opaque_chars", "sent_tokens"):
+            value = data.get(key, 0)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise FormatError(path, f"{where}.{key}", "expected a whole number >= 0")
+            sizes[key] = value
+        turn_only = data.get("turn_only", False)
+        expect(path, f"{where}.turn_only", turn_only, bool, "true or false")
+        return ThinkingPart(
+            text("text"),
+            opaque_chars=sizes["opaque_chars"],
+            sent_tokens=sizes["sent_tokens"],
+            turn_only=turn_only,
+        )
     if kind == "tool_call":
         return ToolCallPart(
             text("id"),
@@ -312,8 +322,15 @@ def _part(path: str, where: str, data: Any) -> Part:
 
 def part_to_dict(part: Part) -> dict[str, Any]:
     """A part as its native JSON object."""
-    if isinstance(part, ThinkingPart) and part.opaque_chars:
-        return {"type": part.type, "text": part.text, "opaque_chars": part.opaque_chars}
+    if isinstance(part, ThinkingPart) and (part.opaque_chars or part.sent_tokens or part.turn_only):
+        thought: dict[str, Any] = {"type": part.type, "text": part.text}
+        if part.opaque_chars:
+            thought["opaque_chars"] = part.opaque_chars
+        if part.sent_tokens:
+            thought["sent_tokens"] = part.sent_tokens
+        if part.turn_only:
+            thought["turn_only"] = True
+        return thought
     if isinstance(part, TextPart | ThinkingPart):
         return {"type": part.type, "text": part.text}
     if isinstance(part, ToolCallPart):

@@ -179,3 +179,18 @@ def test_a_jsonl_file_with_bad_utf8_on_its_first_line_is_refused_at_once():
     data = b'{"type": "message", "content": "caf\xe9"}\n' + lines(HEADER) * 3
     with pytest.raises(FormatError, match=r"line 1: not valid UTF-8 \(byte 0xe9 at column 36\)"):
         parse_stream("x.jsonl", io.BytesIO(data))
+
+
+def test_the_facts_reasoning_and_usage_carry_round_trip():
+    # What the Codex, Gemini CLI and Claude Code importers now keep must survive the
+    # web store (which stores parts and usage in this form).
+    from contextsim.model import Message, TextPart, ThinkingPart, Usage
+    from contextsim.systems.native.format import message_to_dict, parse_message
+
+    message = Message(
+        "assistant",
+        (ThinkingPart("plan", opaque_chars=4_000, sent_tokens=700, turn_only=True), TextPart("x")),
+        Usage(10, 20, 30, 40, cache_write_1h=25, model="claude-opus-4-6"),
+    )
+    back = parse_message("t", "m", message_to_dict(message))
+    assert (back.parts, back.usage) == (message.parts, message.usage)
