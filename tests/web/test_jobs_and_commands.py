@@ -199,3 +199,35 @@ def test_an_import_status_link_opens_a_whole_page_and_htmx_gets_the_partial(alic
     assert "<html" in page and f'id="job-{job.public_id}"' in page and "<form" in page
     partial = client.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in partial and partial.lstrip().startswith('<div class="job job-done"')
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "codex/zoqore_rollout-2025-12-09T18-16-09-019b0566-9af8-7861-b806-46997f51323a.jsonl",
+        "gemini_cli/vct_session-8a20078e.json",
+        "claude_code/tpuinf_19a2e244.jsonl",
+        "raw_api/hanq_redacted_log-2026-06-16-03-13-52.jsonl",
+    ],
+)
+def test_a_stored_run_replays_and_fits_as_the_file_does(corpus: Path, alice, name: str):
+    # What the importers keep (reasoning sizes, turn-only thinking, usage tiers and
+    # models, windows and their sources) survives the store: one truth, CLI and web.
+    from contextsim.counting.builder import build
+    from contextsim.counting.estimators import ESTIMATORS
+    from contextsim.engine.simulate import reconcile_skeleton
+    from webapp.store.reads import stored_run
+
+    job = import_bytes(alice, Path(name).name, (corpus / name).read_bytes())
+    assert job.status == "done", job.error
+    parsed = parse_path(corpus / name).runs
+    stored = [stored_run(r) for r in Run.objects.order_by("id")]
+    assert len(stored) == len(parsed)
+    for mine, theirs in zip(stored, parsed, strict=True):
+        assert (mine.context_window, mine.window_source) == (
+            theirs.context_window,
+            theirs.window_source,
+        )
+        a, b = build(mine, ESTIMATORS["o200k"]), build(theirs, ESTIMATORS["o200k"])
+        assert a.tokens == b.tokens and a.usage == b.usage
+        assert reconcile_skeleton(a) == reconcile_skeleton(b)
