@@ -333,3 +333,35 @@ def test_the_window_card_says_where_the_hard_limit_comes_from(alice, alice_clien
     # A log with no window and a model genai-prices does not know says it was assumed.
     assert "stated in the log" in Run(context_window=1, window_source="").window_said
     assert "assumed" in Run(model="mystery-9", context_window=None).window_said
+
+
+def test_prices_can_be_named_and_a_model_without_prices_is_named_not_priced(alice, alice_client):
+    messages = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": "a",
+            "usage": {"input_tokens": 100_000, "model": "claude-sonnet-4-5"},
+        },
+        {"role": "user", "content": "more"},
+        {
+            "role": "assistant",
+            "content": "b",
+            "usage": {"input_tokens": 100_000, "model": "mystery-model-9"},
+        },
+    ]
+    doc = {
+        "contextsim": 1,
+        "runs": [{"title": "priced", "model": "claude-sonnet-4-5", "messages": messages}],
+    }
+    import_bytes(alice, "p.json", json.dumps(doc).encode())
+    run = Run.objects.get(title="priced")
+    page = get(alice_client, "run", run, policy="as_logged").content.decode()
+    card = page.split('id="measured-cost"')[1].split("</div>")[0]
+    # Sonnet 4.5's 100,000 input tokens at $3 a million; the unknown model's are not priced.
+    assert "$0.30" in card and "prices unknown for mystery-model-9" in card
+    named = get(alice_client, "run", run, policy="as_logged", prices="openai").content.decode()
+    card = named.split('id="measured-cost"')[1].split("</div>")[0]
+    assert "$0.25" in card and "named" in card  # both at GPT-5's $1.25 a million
+    bad = get(alice_client, "run", run, policy="as_logged", prices="cheap")
+    assert bad.status_code == 400 and "prices: expected one of" in bad.content.decode()

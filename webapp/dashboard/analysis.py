@@ -24,7 +24,7 @@ from contextsim.model import KINDS
 from contextsim.registry import POLICIES, PROVIDERS
 from contextsim.truth.compaction_points import CompactionPoint, compaction_points
 from contextsim.truth.costs import PRESETS, Prices
-from contextsim.truth.prices import assumed_prices, model_facts
+from contextsim.truth.prices import assumed_prices, model_facts, unpriced_models
 from contextsim.truth.reconcile import Reconciliation
 from webapp.dashboard import trace
 from webapp.dashboard.charts.composition import composition_figure
@@ -51,10 +51,17 @@ class Analysis:
     stand_in: str = ""
     """The estimator that counted instead of the state's, whose counts the run's import
     is still making (estimators.STAND_INS); "" when the state's counted."""
+    unpriced: tuple[str, ...] = ()
+    """Models that answered some responses and have no price (truth.prices
+    unpriced_models): their responses are not in the measured cost."""
 
 
-def run_prices(run: Run) -> Prices:
-    """The run's model's prices from genai-prices, else the preset of its provider."""
+def run_prices(run: Run, named: str = "") -> Prices:
+    """The preset the person `named` (every response at it), else the run's model's
+    prices from genai-prices (each response at its own model's), else the preset of
+    its provider, labelled as standing in."""
+    if named:
+        return replace(PRESETS[named], named=True, label=f"{PRESETS[named].label}, named")
     facts = model_facts(run.model)
     if facts is not None:
         return facts.prices
@@ -80,7 +87,7 @@ def analyse(
     counter = (estimators or ESTIMATORS)[used]
     sk = skeleton_of(run, used, counter)
     count = counter.count
-    prices = run_prices(run)
+    prices = run_prices(run, state.prices)
     rec = None
     points: tuple[CompactionPoint, ...] = ()
     if state.reconcile and lender is not None:
@@ -112,7 +119,10 @@ def analyse(
         raise BadQuery(f"{state.policy}: {exc}") from None
     cost = measured_total(sk, prices)
     problems = detect(main)
-    return Analysis(state, main, problems, other, rec, prices, cost, sent, len(points), stand_in)
+    unpriced = tuple(unpriced_models(run.model, sk.usage, prices))
+    return Analysis(
+        state, main, problems, other, rec, prices, cost, sent, len(points), stand_in, unpriced
+    )
 
 
 def run_reconciliation(

@@ -16,6 +16,7 @@ from contextsim.counting.estimators import DEFAULT, ESTIMATORS, Estimator
 from contextsim.engine.policy import changed_params, make_params, param_fields
 from contextsim.engine.simulate import MAX_TOKENS, REPLAY
 from contextsim.registry import POLICIES
+from contextsim.truth.costs import PRESETS
 from contextsim.truth.prices import DEFAULT_BUDGET, DEFAULT_HARD_LIMIT, default_limits
 
 DEFAULTS = {
@@ -63,6 +64,9 @@ class ViewState:
     """The defaults this state was read against: left out of its query string."""
     x_axis: str = "step"
     """The chart's x axis: "step" (request number) or "time" (as the log gives it)."""
+    prices: str = ""
+    """A preset the person named (truth.costs.PRESETS) to price every response at; ""
+    for each response's own model's prices."""
 
     def query(self, **override: Any) -> str:
         """The query string of this state, defaults left out (short permalinks)."""
@@ -77,6 +81,7 @@ class ViewState:
             "scale": self.scale,
             "borrow": self.borrow,
             "x": "" if self.x_axis == "step" else self.x_axis,
+            "prices": self.prices,
             **{k: _text(v) for k, v in changed_params(self.params).items()},
             **override,
         }
@@ -161,7 +166,15 @@ def read_state(
         borrow=query.get("borrow", "").strip()[:16],
         defaults=tuple(defaults.items()),
         x_axis=_x_axis(query),
+        prices=_prices(query),
     )
+
+
+def _prices(query: QueryDict) -> str:
+    raw = query.get("prices", "")
+    if raw and raw not in PRESETS:
+        raise BadQuery(f"prices: expected one of {', '.join(PRESETS)}, got {raw!r}")
+    return raw
 
 
 def _x_axis(query: QueryDict) -> str:
@@ -209,8 +222,8 @@ def form_values(query: QueryDict, defaults: dict[str, Any] | None = None) -> dic
     they asked for) over the defaults."""
     defaults = defaults or DEFAULTS
     values = {k: str(v) for k, v in defaults.items()}
-    values.update(compare="", reconcile="", overhead="", scale="", borrow="", x="")
-    extra = ("compare", "reconcile", "overhead", "scale", "borrow", "x")
+    values.update(compare="", reconcile="", overhead="", scale="", borrow="", x="", prices="")
+    extra = ("compare", "reconcile", "overhead", "scale", "borrow", "x", "prices")
     values.update({k: str(query[k]) for k in (*DEFAULTS, *extra) if k in query})
     try:
         values["slider_max"] = str(max(int(values["hard_limit"]), int(values["budget"])))
