@@ -67,7 +67,28 @@ def claude_code_threshold(sk: Skeleton, params: ClaudeCodeParams) -> tuple[int, 
         parsed = version_of(sk.harness_version)
         capped = not (parsed and parsed < (2, 1))
     reserve = min(params.max_output, OUTPUT_CAP) if capped else params.max_output
-    return window - reserve - params.buffer, "the version's rule"
+    rule = window - reserve - params.buffer
+    peak = _uncompacted_peak(sk)
+    if not params.window and peak >= rule:
+        return peak + 1, f"above the log's largest request ({peak:,}), which did not compact"
+    return rule, "the version's rule"
+
+
+def _uncompacted_peak(sk: Skeleton) -> int:
+    """The largest measured request of a log with no automatic compaction (0 for one
+    with one): the real threshold was above it."""
+    triggers = sk.compaction_triggers or ("",) * len(sk.compactions)
+    if any(t != "manual" for t in triggers):
+        return 0
+    first = min((b for b in sk.compactions if b > 0), default=sk.size + 1)
+    return max(
+        (
+            u.context
+            for r, u in zip(sk.responses, sk.usage, strict=True)
+            if r is not None and u is not None and r < first
+        ),
+        default=0,
+    )
 
 
 class ClaudeCodePlanner:

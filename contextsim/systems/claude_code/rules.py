@@ -15,10 +15,12 @@ Claude Code is closed source. The facts below are from its public CHANGELOG.md
   model runs on 1M natively in that version (Opus 4.7 from 2.1.117: "was wrongly
   computed against 200K"). Sonnet 4.6 (2.1.49) and Opus 4.6 (2.1.75, some plans) may
   run on 1M by plan or server flag, which the log does not name: the log tells.
-- What the log tells: a measured request above 200,000 ran on 1M; a session whose
-  requests passed the 200k threshold by more than INFERENCE_MARGIN without compacting
-  did not run on 200k; a logged automatic compaction reveals its threshold (between
-  the request before it and its preTokens).
+- What the log tells: a measured request above 200,000 ran on 1M; a logged automatic
+  compaction reveals its threshold (between the request before it and its preTokens);
+  a session that went past the version's threshold without compacting reveals that its
+  threshold was higher (later versions compact near 187,000 for some models; a 1M plan
+  flag or auto-compact switched off would do the same): see
+  policies.claude_code_threshold.
 """
 
 from __future__ import annotations
@@ -36,9 +38,6 @@ OLD_RESERVE = 32_000
 """Before 2.1, the output reserved (the default max output)."""
 STANDARD = 200_000
 LARGE = 1_000_000
-INFERENCE_MARGIN = 10_000
-"""How far past the 200k threshold requests must go, uncompacted, for the log to say
-the session did not run on 200k (a compaction may wait for a turn to end)."""
 NATIVE_1M = (("claude-opus-4-7", (2, 1, 117)),)
 """Models Claude Code runs on 1M by itself, from the version given."""
 
@@ -68,7 +67,7 @@ def threshold_for(window: int, version: str) -> int:
 
 
 def session_window(
-    model: str, version: str, peak: int, compactions: Iterable[Compaction]
+    model: str, version: str, peak: int, compactions: Iterable[Compaction] = ()
 ) -> Window:
     """The window Claude Code ran this session on (see the module's rules), given its
     largest measured request (`peak`, tokens) and its logged compactions."""
@@ -80,13 +79,5 @@ def session_window(
             return Window(LARGE, f"Claude Code {version} runs {prefix} on 1M")
     if peak > STANDARD:
         return Window(LARGE, f"inferred from the log: a request of {peak:,} tokens")
-    automatic = any(c.trigger != "manual" for c in compactions)
-    threshold = threshold_for(STANDARD, version)
-    if not automatic and peak > threshold + INFERENCE_MARGIN:
-        return Window(
-            LARGE,
-            f"inferred from the log: requests reached {peak:,} tokens without compacting,"
-            f" past the 200k window's threshold {threshold:,}",
-        )
     named = f"Claude Code {version}" if version else "Claude Code"
     return Window(STANDARD, f"{named}'s default for {model or 'its model'}")

@@ -47,7 +47,7 @@ def test_a_session_that_starts_above_the_threshold_compacts_once():
         context_window=200_000,
         harness_version="2.1.29",
     )
-    s = sim("claude_code_auto_compact", run)
+    s = sim("claude_code_auto_compact", run, threshold=167_000)
     boundaries = {r.plan.gap_end for r in s.records if r.plan.stage == "summarize"}
     assert len(boundaries) == 1
 
@@ -71,3 +71,20 @@ def test_the_threshold_an_automatic_compaction_reveals_is_the_runs():
     # fires at the third request, measured at 120,000, whatever the estimator counts.
     s = sim("claude_code_auto_compact", run, threshold=115_000)
     assert next(r.step for r in s.records if r.plan.stage == "summarize") == 2
+
+
+def test_a_log_that_went_past_the_threshold_without_compacting_raises_it():
+    # 2.1 on 200k: the rule says 167,000, but the session went to 185,603 and never
+    # compacted: its threshold was higher, and the policy does not fire where it did not.
+    run = replace(
+        _measured(task(*rounds(4)), {0: 100_000, 1: 150_000, 2: 185_603, 3: 120_000}),
+        context_window=200_000,
+        harness_version="2.1.141",
+    )
+    threshold, source = claude_code_threshold(build(run, EST), ClaudeCodeParams())
+    assert threshold == 185_604 and "did not compact" in source
+    assert not any(
+        r.plan.stage == "summarize" for r in sim("claude_code_auto_compact", run).records
+    )
+    # A window chosen by hand is a what-if: the rule applies.
+    assert claude_code_threshold(build(run, EST), ClaudeCodeParams(window=200_000))[0] == 167_000
