@@ -60,8 +60,35 @@ def model_window(sk: Skeleton, params: CodexParams) -> int:
 
 def compact_limit(sk: Skeleton, params: CodexParams) -> int:
     """The total tokens at which Codex compacts: the params' limit, else 90% of the
-    model's window."""
-    return params.compact_limit or model_window(sk, params) * 9 // 10
+    model's window; but a rollout that never compacted and went past that reveals a
+    higher one (a limit set in its config.toml): just above its largest total."""
+    if params.compact_limit:
+        return params.compact_limit
+    rule = model_window(sk, params) * 9 // 10
+    if params.window or sk.compactions:
+        return rule
+    return max(rule, _largest_total(sk) + 1)
+
+
+def _largest_total(sk: Skeleton) -> int:
+    """The largest total Codex computed after a measured response of the rollout: its
+    input and output plus its estimate of the reasoning before the newest user turn."""
+    opaque = sk.opaque_thinking or (0,) * sk.size
+    reasoning = prefix_sums([reasoning_estimate(c) if c else 0 for c in opaque])
+    newest = [0] * (sk.size + 1)
+    last = 0
+    for i, user in enumerate(sk.user_turn):
+        if user:
+            last = i
+        newest[i + 1] = last
+    return max(
+        (
+            u.context + u.output_tokens + reasoning[newest[r]]
+            for r, u in zip(sk.responses, sk.usage, strict=True)
+            if r is not None and u is not None
+        ),
+        default=0,
+    )
 
 
 def reasoning_estimate(chars: int) -> int:

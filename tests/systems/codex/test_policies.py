@@ -8,7 +8,7 @@ from typing import Any
 from contextsim.counting.builder import build
 from contextsim.counting.estimators import MESSAGE_OVERHEAD
 from contextsim.engine.policy import make_params
-from contextsim.model import Message, Run, ThinkingPart, Usage
+from contextsim.model import Compaction, Message, Run, ThinkingPart, Usage
 from contextsim.systems.codex.policies import CodexParams, compact_limit, reasoning_estimate
 from tests.engine.hand_made import (
     EST,
@@ -101,7 +101,25 @@ def test_the_measured_size_decides_before_any_compaction():
         else m
         for i, m in enumerate(calls)
     ]
-    run = replace(task(*measured), context_window=258_400)
+    run = task(*measured)
+    # The rollout compacted (at its end): its limit is the rule's, 244,800.
+    run = replace(
+        run,
+        context_window=258_400,
+        compactions=(Compaction(len(run.messages), 250_000, "auto"),),
+    )
     s = sim("codex_auto_compact", run)
     fired = [r for r in s.records if r.plan.stage == "summarize"]
     assert fired and fired[0].step == 2
+
+
+def test_a_rollout_that_went_past_the_limit_without_compacting_raises_it():
+    calls = rounds(3, chars=400)
+    measured = [
+        replace(m, usage=Usage(250_000, output_tokens=10)) if m.role == "assistant" else m
+        for m in calls
+    ]
+    run = replace(task(*measured), context_window=258_400)
+    assert _codex_limit(run) == 250_011
+    assert not any(r.plan.stage == "summarize" for r in sim("codex_auto_compact", run).records)
+    assert _codex_limit(run, window=272_000) == 244_800  # a chosen window: the rule
