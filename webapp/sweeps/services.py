@@ -17,6 +17,7 @@ from contextsim.analysis.sweep import Config, outcome
 from contextsim.counting.estimators import Estimator
 from contextsim.engine.simulate import simulate
 from contextsim.registry import POLICIES
+from contextsim.truth.reconcile import Reconciliation
 from webapp.dashboard.analysis import run_prices, run_reconciliation
 from webapp.estimators.reads import estimators_for
 from webapp.jobs import services as jobs
@@ -106,6 +107,7 @@ def _computed(cells: list[SweepCell]) -> Iterator[tuple[SweepCell, dict[str, Any
     """Each cell with its final fields; a cell fails with the reason when its owner's
     estimators cannot be read (no cell may stay "running")."""
     counters: dict[int, dict[str, Estimator]] = {}
+    fits: dict[tuple[int, str], Reconciliation | None] = {}  # a run's fit, made once
     for cell in cells:
         owner = cell.sweep.owner
         try:
@@ -115,12 +117,17 @@ def _computed(cells: list[SweepCell]) -> Iterator[tuple[SweepCell, dict[str, Any
             logger.exception("sweep cell %s: the estimators could not be read", cell.pk)
             yield cell, {"status": SweepCell.Status.FAILED, "error": f"internal error: {exc}"}
             continue
-        yield cell, _compute(cell, counters[owner.pk])
+        yield cell, _compute(cell, counters[owner.pk], fits)
 
 
-def _compute(cell: SweepCell, counters: dict[str, Estimator]) -> dict[str, Any]:
+def _compute(
+    cell: SweepCell,
+    counters: dict[str, Estimator],
+    fits: dict[tuple[int, str], Reconciliation | None],
+) -> dict[str, Any]:
     """The cell's final fields: its outcome, or why it failed (`counters`: the
-    estimators its sweep's owner may use)."""
+    estimators its sweep's owner may use; `fits`: the runs' reconciliations made so far
+    in this batch, by run and estimator)."""
     sweep = cell.sweep
     try:
         config = Config.from_dict(sweep.configs[cell.config])
@@ -129,6 +136,9 @@ def _compute(cell: SweepCell, counters: dict[str, Estimator]) -> dict[str, Any]:
             raise ValueError(f"estimator {sweep.estimator} no longer exists")
         sk = skeleton_of(cell.run, sweep.estimator, counter)
         # The sizes and prices the dashboard shows for this run: one truth per page.
+        key = (cell.run_id, sweep.estimator)
+        if key not in fits:
+            fits[key] = run_reconciliation(cell.run, sk, counter)
         sim = simulate(
             sk,
             POLICIES[config.policy],
@@ -137,7 +147,7 @@ def _compute(cell: SweepCell, counters: dict[str, Estimator]) -> dict[str, Any]:
             hard_limit=sweep.hard_limit,
             count=counter.count,
             prices=run_prices(cell.run),
-            reconcile=run_reconciliation(cell.run, sk, counter),
+            reconcile=fits[key],
         )
         return {"status": SweepCell.Status.DONE, "outcome": outcome(sim, detect(sim)).to_dict()}
     except ValueError as exc:
