@@ -334,6 +334,13 @@ class Accountant:
             ):
                 for a, b in ranges:
                     out[kind] -= _within(thought, a, b, tb) - _within(both, a, b, min(cb, tb))
+        ub = self.turn_bound(plan.end)
+        if ub and self.turn_save:
+            # Turn-only thinking before the newest user turn is not sent (as in span).
+            lo = tb if tb and self.thinks else 0
+            us = self.turn_save
+            for a, b in ranges:
+                out[THINKING] -= us[min(max(b, lo), ub)] - us[min(max(a, lo), ub)]
         return tuple(out)
 
     def dispositions(self, plan: Plan) -> str:

@@ -93,3 +93,31 @@ def test_turn_only_thinking_is_sent_until_the_next_user_turn():
     assert acct.sent(Plan(2)) == whole[0]
     assert acct.sent(Plan(4)) == whole[1] - 500
     assert acct.sent(Plan(5)) == whole[2] - 1_000
+
+
+def test_the_composition_by_kind_adds_up_to_what_is_sent_with_turn_only_thinking():
+    from contextsim.counting.builder import build
+    from contextsim.counting.estimators import ESTIMATORS
+    from contextsim.engine.plan import Plan
+    from contextsim.engine.policy import plain_accounts
+    from contextsim.model import Message, Run, TextPart, ThinkingPart
+
+    def answer() -> Message:
+        return Message(
+            "assistant", (ThinkingPart("", sent_tokens=500, turn_only=True), TextPart("ok"))
+        )
+
+    run = Run(
+        "r",
+        (
+            Message("user", (TextPart("one"),)),
+            answer(),
+            Message("user", (TextPart("two"),)),
+            answer(),
+            Message("user", (TextPart("three"),)),
+        ),
+    )
+    _, acct = plain_accounts(build(run, ESTIMATORS["chars4"]))
+    for end in (2, 4, 5):
+        plan = Plan(end)
+        assert sum(acct.kept_by_kind(plan)) == acct.composition(plan)["kept"] == acct.sent(plan)
