@@ -61,12 +61,25 @@ class Policy(Protocol):
 
     def setup(self, ctx: Context, params: Any) -> Planner: ...
 
+    # Optional: `trigger(skeleton, params) -> (tokens, source)`, the size at which a
+    # policy that models a tool's compaction acts on this run and where that figure
+    # comes from (the log, the tool's rule), for the pages to show (policy_trigger).
+
     def replacements(self, params: Any) -> dict[str, str]:
         """What stands in place of what the policy removes, for showing a request:
         keyed "c" (a cleared result), "o" (an offloaded one), "t" (the note where
         messages were left out), "s" (a summary); a key is missing when nothing is
         inserted there."""
         ...
+
+
+def policy_trigger(policy: Policy, sk: Skeleton, params: Any) -> tuple[int, str] | None:
+    """The policy's trigger on this run (see Policy), None for a policy without one."""
+    found = getattr(policy, "trigger", None)
+    if found is None:
+        return None
+    value: tuple[int, str] = found(sk, params)
+    return value
 
 
 def no_statics(size: int) -> Statics:

@@ -330,6 +330,10 @@ def test_the_window_card_says_where_the_hard_limit_comes_from(alice, alice_clien
     card = page.split('id="window"')[1].split("</div>")[0]
     assert "200,000" in card or "200k" in card
     assert "Claude Code 2.1.29" in card
+    # Its own compaction policy says where it compacts and why: revealed by the log.
+    page = get(alice_client, "run", run, policy="claude_code_auto_compact").content.decode()
+    trigger = page.split('id="trigger"')[1].split("</div>")[0]
+    assert "revealed by the log" in trigger
     # A log with no window and a model genai-prices does not know says it was assumed.
     assert "stated in the log" in Run(context_window=1, window_source="").window_said
     assert "assumed" in Run(model="mystery-9", context_window=None).window_said

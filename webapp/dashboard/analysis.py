@@ -10,6 +10,7 @@ from typing import Any
 from contextsim.analysis.problems import Problem, detect
 from contextsim.counting.estimators import ESTIMATORS, STAND_INS, Estimator
 from contextsim.counting.skeleton import Skeleton
+from contextsim.engine.policy import policy_trigger
 from contextsim.engine.replay import measured_total
 from contextsim.engine.simulate import (
     REPLAY,
@@ -51,6 +52,9 @@ class Analysis:
     stand_in: str = ""
     """The estimator that counted instead of the state's, whose counts the run's import
     is still making (estimators.STAND_INS); "" when the state's counted."""
+    trigger: tuple[int, str] | None = None
+    """The tokens at which the state's policy compacts this run, and where that figure
+    comes from (engine.policy.policy_trigger); None for a policy without one."""
     unpriced: tuple[str, ...] = ()
     """Models that answered some responses and have no price (truth.prices
     unpriced_models): their responses are not in the measured cost."""
@@ -120,8 +124,20 @@ def analyse(
     cost = measured_total(sk, prices)
     problems = detect(main)
     unpriced = tuple(unpriced_models(run.model, sk.usage, prices))
+    trigger = policy_trigger(POLICIES[state.policy], main.skeleton, main.params)
     return Analysis(
-        state, main, problems, other, rec, prices, cost, sent, len(points), stand_in, unpriced
+        state,
+        main,
+        problems,
+        other,
+        rec,
+        prices,
+        cost,
+        sent,
+        len(points),
+        stand_in,
+        trigger,
+        unpriced,
     )
 
 

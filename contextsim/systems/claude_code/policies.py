@@ -161,5 +161,9 @@ class ClaudeCodePolicy:
     def setup(self, ctx: Context, params: ClaudeCodeParams) -> ClaudeCodePlanner:
         return ClaudeCodePlanner(ctx, params)
 
+    def trigger(self, sk: Skeleton, params: ClaudeCodeParams) -> tuple[int, str]:
+        """(tokens at which it compacts, where that figure comes from)."""
+        return claude_code_threshold(sk, params)
+
     def replacements(self, params: ClaudeCodeParams) -> dict[str, str]:
         return {"s": SUMMARY_NOTE}

@@ -62,12 +62,24 @@ def compact_limit(sk: Skeleton, params: CodexParams) -> int:
     """The total tokens at which Codex compacts: the params' limit, else 90% of the
     model's window; but a rollout that never compacted and went past that reveals a
     higher one (a limit set in its config.toml): just above its largest total."""
+    return limit_and_source(sk, params)[0]
+
+
+def limit_and_source(sk: Skeleton, params: CodexParams) -> tuple[int, str]:
+    """compact_limit and where it comes from, for a person."""
     if params.compact_limit:
-        return params.compact_limit
-    rule = model_window(sk, params) * 9 // 10
+        return params.compact_limit, "set"
+    window = model_window(sk, params)
+    rule = window * 9 // 10
     if params.window or sk.compactions:
-        return rule
-    return max(rule, _largest_total(sk) + 1)
+        return rule, f"90% of the model's window ({window:,})"
+    largest = _largest_total(sk)
+    if largest >= rule:
+        return (
+            largest + 1,
+            f"above the rollout's largest total ({largest:,}), which did not compact",
+        )
+    return rule, f"90% of the model's window ({window:,})"
 
 
 def _largest_total(sk: Skeleton) -> int:
@@ -164,6 +176,10 @@ class CodexPolicy:
 
     def setup(self, ctx: Context, params: CodexParams) -> CodexPlanner:
         return CodexPlanner(ctx, params)
+
+    def trigger(self, sk: Skeleton, params: CodexParams) -> tuple[int, str]:
+        """(tokens at which it compacts, where that figure comes from)."""
+        return limit_and_source(sk, params)
 
     def replacements(self, params: CodexParams) -> dict[str, str]:
         return {"s": f"{CODEX_SUMMARY_PREFIX} … [the user's messages and the summary]"}

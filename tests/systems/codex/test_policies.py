@@ -123,3 +123,14 @@ def test_a_rollout_that_went_past_the_limit_without_compacting_raises_it():
     assert _codex_limit(run) == 250_011
     assert not any(r.plan.stage == "summarize" for r in sim("codex_auto_compact", run).records)
     assert _codex_limit(run, window=272_000) == 244_800  # a chosen window: the rule
+
+
+def test_the_policy_says_where_its_limit_comes_from():
+    from contextsim.counting.builder import build as built
+    from contextsim.engine.policy import policy_trigger
+    from contextsim.registry import POLICIES
+
+    run = replace(task(*rounds(2)), context_window=258_400)
+    limit, source = policy_trigger(POLICIES["codex_auto_compact"], built(run, EST), CodexParams())
+    assert limit == 244_800 and "90% of the model's window (272,000)" in source
+    assert policy_trigger(POLICIES["none"], built(run, EST), None) is None
