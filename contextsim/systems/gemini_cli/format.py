@@ -156,6 +156,17 @@ class _Builder:
         warnings = [
             f"{self.path}: skipped {n} x {what}" for what, n in sorted(self.skipped.items())
         ]
+        unexplained = sum(
+            1
+            for a, b in zip(messages, messages[1:], strict=False)
+            if a.role == b.role == "assistant" and a.usage is not None and b.usage is not None
+        )
+        if unexplained:
+            warnings.append(
+                f"{self.path}: {unexplained} response(s) follow another with nothing recorded "
+                "between them: what was sent between them (tool calls and their results) is "
+                "not in the file, and the fit carries it as unlogged"
+            )
         if len(models) > 1:
             warnings.append(
                 f"{self.path}: responses of {', '.join(models)}; each is priced at its own"

@@ -56,3 +56,28 @@ def test_a_real_recordings_usage_is_read_as_logged(path: Path):
     assert [u.model for u in measured] == [r["model"] for r in responses]
     calls = sum(len(r.get("toolCalls") or []) for r in responses)
     assert sum(len(m.tool_calls) for m in run.messages) == calls
+
+
+@pytest.mark.parametrize("path", corpus_files("gemini_cli", "*.json*"))
+def test_responses_with_nothing_recorded_between_them_are_said(path: Path):
+    responses = _responses(path)
+    text = path.read_text()
+    try:
+        records = json.loads(text)["messages"]
+    except ValueError:
+        records = [json.loads(line) for line in text.splitlines()]
+    kinds = [r.get("type") for r in records if r.get("type") in ("user", "gemini")]
+    ids = [r.get("id") for r in records if r.get("type") in ("user", "gemini")]
+    # Consecutive distinct responses, none with calls: nothing recorded between them.
+    order = list(dict.fromkeys(zip(ids, kinds, strict=True)))
+    calls = {r["id"] for r in responses if r.get("toolCalls")}
+    gaps = sum(
+        1
+        for (a, ka), (_, kb) in zip(order, order[1:], strict=False)
+        if ka == kb == "gemini" and a not in calls
+    )
+    warnings = parse_path(path).warnings
+    said = [w for w in warnings if "nothing recorded between them" in w]
+    assert bool(said) == bool(gaps)
+    if gaps:
+        assert f"{gaps} response(s) follow another" in said[0]
