@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from itertools import pairwise
 from typing import Any
 
 from contextsim.ingest.base import (
@@ -158,7 +159,7 @@ class _Builder:
         ]
         unexplained = sum(
             1
-            for a, b in zip(messages, messages[1:], strict=False)
+            for a, b in pairwise(messages)
             if a.role == b.role == "assistant" and a.usage is not None and b.usage is not None
         )
         if unexplained:

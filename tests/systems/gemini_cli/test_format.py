@@ -4,6 +4,7 @@ their turn, the last record of an id, and the figures of real recordings."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -71,11 +72,7 @@ def test_responses_with_nothing_recorded_between_them_are_said(path: Path):
     # Consecutive distinct responses, none with calls: nothing recorded between them.
     order = list(dict.fromkeys(zip(ids, kinds, strict=True)))
     calls = {r["id"] for r in responses if r.get("toolCalls")}
-    gaps = sum(
-        1
-        for (a, ka), (_, kb) in zip(order, order[1:], strict=False)
-        if ka == kb == "gemini" and a not in calls
-    )
+    gaps = sum(1 for (a, ka), (_, kb) in pairwise(order) if ka == kb == "gemini" and a not in calls)
     warnings = parse_path(path).warnings
     said = [w for w in warnings if "nothing recorded between them" in w]
     assert bool(said) == bool(gaps)
