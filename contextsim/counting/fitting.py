@@ -88,9 +88,12 @@ def request_features(run: Run) -> tuple[list[dict[str, int]], list[int], list[in
 
 
 def fit_rates(run: Run) -> Rates:
-    """Per-script rates that best explain the run's measured usage. Raises ValueError
-    when fewer than MIN_REQUESTS requests were measured."""
-    features, counts, measured = request_features(run)
+    """Per-script rates that best explain the run's measured usage, on the requests of
+    one stretch (between the log's compactions: each re-injects its own unlogged
+    context, which one constant cannot stand for): the stretch with the most measured
+    requests, the later of equals. Raises ValueError when fewer than MIN_REQUESTS
+    requests were measured."""
+    features, counts, measured = _one_stretch(run, *request_features(run))
     if len(measured) < MIN_REQUESTS:
         raise ValueError(
             f"the run has {len(measured)} request(s) with measured usage; at least "
@@ -106,6 +109,24 @@ def fit_rates(run: Run) -> Rates:
     targets = [(y - MESSAGE_OVERHEAD * c) / y for y, c in zip(measured, counts, strict=True)]
     *weights, constant = _nnls(rows, targets, [*(FALLBACK[s] for s in used), 0.0], free=1)
     return Rates(dict(zip(used, weights, strict=True)), round(constant * OVERHEAD_UNIT))
+
+
+def _one_stretch(
+    run: Run, features: list[dict[str, int]], counts: list[int], measured: list[int]
+) -> tuple[list[dict[str, int]], list[int], list[int]]:
+    """The rows of request_features of the stretch fit_rates fits on."""
+    if not run.compactions:
+        return features, counts, measured
+    boundaries = sorted(c.before_message for c in run.compactions)
+    marks = [
+        sum(b < step.end for b in boundaries)
+        for step in steps(run)
+        if step.usage is not None and step.usage.context > 0
+    ]
+    sizes = {m: marks.count(m) for m in set(marks)}
+    chosen = max(sizes, key=lambda m: (sizes[m], m))
+    keep = [i for i, m in enumerate(marks) if m == chosen]
+    return [features[i] for i in keep], [counts[i] for i in keep], [measured[i] for i in keep]
 
 
 def _nnls(

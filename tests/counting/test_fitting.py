@@ -44,3 +44,33 @@ def test_unfitted_scripts_fall_back_to_the_seed_rule():
         "custom-test-fallback", fit_rates(demo_runs("early-stop", chapter_chars=5_000)[0])
     )
     assert custom.count("中文字") == 3
+
+
+def test_rates_are_fitted_on_one_stretch_never_across_a_compaction(corpus):
+    import statistics
+
+    from contextsim.counting.fitting import _one_stretch
+    from contextsim.ingest.detect import parse_path
+    from contextsim.model import steps
+
+    path = corpus / "claude_code" / "codemie_session-624a4a58.jsonl"
+    (run,) = [r for r in parse_path(path).runs if not r.subagent]
+    features, counts, measured = request_features(run)
+    kept = _one_stretch(run, features, counts, measured)[2]
+    (boundary,) = [c.before_message for c in run.compactions]
+    before = [s for s in steps(run) if s.usage is not None and s.end <= boundary]
+    assert len(kept) == max(len(before), len(measured) - len(before))
+    rates = fit_rates(run)
+    custom = CustomEstimator("custom-stretch", rates)
+    sel = [i for i, m in enumerate(measured) if m in set(kept)]
+    errors = [
+        abs(
+            sum(custom.rates[s] * n for s, n in features[i].items())
+            + 4 * counts[i]
+            + rates.overhead
+            - measured[i]
+        )
+        / measured[i]
+        for i in sel
+    ]
+    assert statistics.median(errors) <= 0.05
