@@ -33,6 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from operator import itemgetter, sub, truediv
 
+from contextsim.truth.stretches import Row, unlogged_breaks, weighted_median, weights
+
 MIN_FOR_SCALE = 4
 """Measured requests needed to fit a scale; with fewer, only the overhead is fitted."""
 MAX_POINTS = 300
@@ -44,14 +46,6 @@ growing run rarely moves it, so the sizes worked out for its earlier requests ho
 (contextsim.engine.simulate extends a live run's replay instead of redoing it)."""
 SCALE_RANGE = (0.5, 3.0)
 """Scales outside this range are not a tokenizer ratio: they are clamped to it."""
-SHIFT_SHARE = 0.08
-SHIFT_TOKENS = 1_000
-SHIFT_WINDOW = 3
-"""An unlogged stretch begins at a request whose residual (measured - scale x
-estimated) moved from the request before's by more than SHIFT_SHARE of its measured size
-and more than SHIFT_TOKENS, where the median residual of it and the SHIFT_WINDOW - 1
-after it differs from that of the SHIFT_WINDOW before by as much, the same way: a step
-that stays, not a drift or one odd request."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +148,7 @@ def fit_rows(
     fitted = scale is None
     if scale is None:
         scale = round(_slope(_groups(rows)), SCALE_DIGITS) if _spread_out(pairs) else 1.0
-    rows, unlogged = _unlogged_breaks(rows, scale)
+    rows, unlogged = unlogged_breaks(rows, scale)
     if fitted and unlogged and _spread_out(pairs):
         # Slopes across a jump are not a tokenizer's ratio: within stretches only.
         scale = round(_slope(_groups(rows)), SCALE_DIGITS)
@@ -176,9 +170,6 @@ def fit_rows(
     return _scored(rec, [(e, m, step) for e, m, (_, step) in rows])
 
 
-Row = tuple[int, int, tuple[int, int]]
-
-
 def _groups(rows: Sequence[Row]) -> list[list[tuple[int, int]]]:
     """The (estimated, measured) pairs of each stretch, in order of stretch."""
     groups: dict[int, list[tuple[int, int]]] = {}
@@ -195,29 +186,12 @@ def _overheads_of(rows: Sequence[Row], scale: float) -> dict[int, float]:
     return {k: _median_residual(g, scale) for k, g in groups.items()}
 
 
-def _weights(measured: Sequence[int]) -> list[float]:
-    """1/size, so each request's error counts as a share of it; sizes under a quarter
-    of the median count as a quarter of it (a tiny request is not worth a hundred)."""
-    floor = max(statistics.median(measured) / 4, 1)
-    return [1 / max(m, floor) for m in measured]
-
-
-def _weighted_median(values: Sequence[float], weights: Sequence[float]) -> float:
-    ordered = sorted(zip(values, weights, strict=True))
-    half, seen = sum(weights) / 2, 0.0
-    for value, weight in ordered:
-        seen += weight
-        if seen >= half:
-            return value
-    return ordered[-1][0]
-
-
 def _median_residual(pairs: list[tuple[int, int]], scale: float) -> float:
     """The weighted median of `measured - scale x estimated` over (estimated,
     measured) pairs."""
     measured = [m for _, m in pairs]
     residuals = [m - scale * e for e, m in pairs]
-    return _weighted_median(residuals, _weights(measured))
+    return weighted_median(residuals, weights(measured))
 
 
 def _ratio(rows: Sequence[Row], overheads: dict[int, float]) -> float:
@@ -228,49 +202,8 @@ def _ratio(rows: Sequence[Row], overheads: dict[int, float]) -> float:
         return 1.0
     ratios = [(m - overheads[k]) / e for e, m, k in usable]
     low, high = SCALE_RANGE
-    found = _weighted_median(ratios, _weights([m for _, m, _ in usable]))
+    found = weighted_median(ratios, weights([m for _, m, _ in usable]))
     return min(max(found, low), high)
-
-
-def _unlogged_breaks(rows: list[Row], scale: float) -> tuple[list[Row], set[int]]:
-    """`rows` with a stretch of its own wherever the residuals jump or fall and stay
-    there (see SHIFT_SHARE), and the new stretches' ids. Stretch ids stay in step
-    order: a logged stretch k's unlogged parts are numbered after it."""
-    w = SHIFT_WINDOW
-    out: list[Row] = []
-    unlogged: set[int] = set()
-    ids: dict[tuple[int, int], int] = {}
-    start = 0
-    while start < len(rows):
-        stretch = rows[start][2][0]
-        stop = start
-        while stop < len(rows) and rows[stop][2][0] == stretch:
-            stop += 1
-        part = rows[start:stop]
-        residual = [m - scale * e for e, m, _ in part]
-        cuts: list[int] = []
-        for i in range(w, len(part) - w + 1):
-            # A step, not a drift: the residual moves at once, and stays moved.
-            moved = residual[i] - residual[i - 1]
-            enough = max(SHIFT_TOKENS, SHIFT_SHARE * part[i][1])
-            if abs(moved) <= enough or (cuts and i - cuts[-1] < w):
-                continue
-            before = statistics.median(residual[i - w : i])
-            after = statistics.median(residual[i : i + w])
-            if abs(after - before) > enough and (after - before) * moved > 0:
-                cuts.append(i)
-        piece = 0
-        for j, (e, m, (_, step)) in enumerate(part):
-            if piece < len(cuts) and j == cuts[piece]:
-                piece += 1
-            key = (stretch, piece)
-            if key not in ids:
-                ids[key] = len(ids)
-                if piece:
-                    unlogged.add(ids[key])
-            out.append((e, m, (ids[key], step)))
-        start = stop
-    return out, unlogged
 
 
 def fit_exact(rows: Sequence[tuple[int, int, tuple[int, int]]]) -> Reconciliation | None:
