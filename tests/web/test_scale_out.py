@@ -180,8 +180,10 @@ def test_a_sweep_fans_out_over_two_workers_on_postgresql_and_redis(environment, 
     for config in result["configs"]:
         by_policy.setdefault(config["policy"], []).append(config["completed_runs"])
     # The seed incident: a subagent's single turn cannot be cut, so turns lets every
-    # run grow until rejected; mythex clears old results and all finish.
-    assert by_policy == {"turns": [0, 0, 0], "mythex": [4, 4, 4]}
+    # run grow until rejected; mythex clears old results and all finish at 10,000 and
+    # 20,000, but at 30,000 its chars4 count of the Russian chapters lets the provider's
+    # count (reconciled with the runs' usage, as their dashboards show) pass 40,000.
+    assert by_policy == {"turns": [0, 0, 0], "mythex": [4, 4, 0]}
 
 
 def _free_port() -> int:
