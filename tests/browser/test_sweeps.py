@@ -23,7 +23,8 @@ def test_a_sweep_started_from_a_collection_shows_its_outcome_and_opens_cells(pag
     for key in ("finished", "peak", "cost"):
         page.locator(f"[data-figure='sweep-{key}'] .main-svg").first.wait_for()
     # The frontier: one line per policy, both in the legend, their points labelled by
-    # budget; mythex finishes all three runs at both budgets, turns none.
+    # budget; mythex finishes all three runs at 10,000 (at 30,000 its chars4 count lets
+    # the Russian chapters pass the hard limit, as their dashboards show), turns none.
     frontier = page.locator("[data-figure='frontier-cost']")
     frontier.locator(".main-svg").first.wait_for()
     legend = frontier.locator(".legend .legendtext").all_text_contents()
@@ -33,7 +34,8 @@ def test_a_sweep_started_from_a_collection_shows_its_outcome_and_opens_cells(pag
     assert sorted(labels) == ["10k", "10k", "30k", "30k"]
     rows = page.locator("table.data").first.inner_text()
     assert re.search(r"turns\s+10,000\s+0 of 3", rows)
-    assert re.search(r"mythex\s+30,000\s+3 of 3", rows)
+    assert re.search(r"mythex\s+10,000\s+3 of 3", rows)
+    assert re.search(r"mythex\s+30,000\s+0 of 3", rows)
     page.locator(".sweep-grid td.bad a").first.click()
     page.wait_for_url(re.compile(r"/runs/[\w-]+/\?policy=turns&budget=10000&hard_limit=40000"))
     page.locator("#chart[data-drawn='1']").wait_for()
