@@ -64,7 +64,7 @@ from contextsim.model import (
     Usage,
 )
 from contextsim.systems.claude_code.attachments import attachment_text
-from contextsim.systems.claude_code.rules import session_window
+from contextsim.systems.claude_code.rules import keeps_thinking, session_window
 
 SKIPPED_TYPES = Names(
     {
@@ -288,6 +288,11 @@ class _Builder:
         message = self._message(record)
         parts = self._parts(record, message.get("content"))
         model = message.get("model")
+        if isinstance(model, str) and not keeps_thinking(model):
+            # The API drops earlier turns' thinking from what such a model reads.
+            parts = [
+                replace(p, turn_only=True) if isinstance(p, ThinkingPart) else p for p in parts
+            ]
         usage = None if model == SYNTHETIC else self._usage(record, message.get("usage"))
         if usage is not None:
             run.peak = max(run.peak, usage.context)

@@ -81,3 +81,15 @@ def session_window(
         return Window(LARGE, f"inferred from the log: a request of {peak:,} tokens")
     named = f"Claude Code {version}" if version else "Claude Code"
     return Window(STANDARD, f"{named}'s default for {model or 'its model'}")
+
+
+KEEPS_THINKING = ("claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-7", "claude-sonnet-4-6")
+"""Models whose earlier turns' thinking stays in the context (Anthropic: from Opus 4.5
+on, thinking blocks of previous assistant turns are kept by default); for the others
+the API strips it from every turn but the current one."""
+
+
+def keeps_thinking(model: str) -> bool:
+    """Whether `model` reads the thinking of earlier turns ("" or an unknown model: as
+    the older models do, it does not)."""
+    return model.startswith(KEEPS_THINKING) or "opus-5" in model or "sonnet-5" in model

@@ -170,7 +170,7 @@ def test_one_response_over_several_lines_is_one_message_with_usage_counted_once(
     assert request_count(run) == 2
     assert [m.kind for m in run.messages] == ["user", "tool_call", "tool_result", "assistant"]
     assert run.messages[1].parts == (
-        ThinkingPart("plan"),
+        ThinkingPart("plan", turn_only=True),  # Sonnet 4.5: sent within its turn only
         ToolCallPart("t1", "Read", '{"path": "x"}'),
         ToolCallPart("t2", "Read", '{"path": "a"}'),
     )
@@ -248,7 +248,10 @@ def test_redacted_thinking_is_a_thinking_part_without_text():
         HELLO[0],
         assistant("a1", "msg_1", [{"type": "redacted_thinking", "data": "b64"}, text("x")], "u1"),
     )
-    assert parse(data).runs[0].messages[1].parts == (ThinkingPart(""), TextPart("x"))
+    assert parse(data).runs[0].messages[1].parts == (
+        ThinkingPart("", turn_only=True),
+        TextPart("x"),
+    )
 
 
 def sidechain(record: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contextsim.model import Compaction
-from contextsim.systems.claude_code.rules import session_window, threshold_for
+from contextsim.systems.claude_code.rules import keeps_thinking, session_window, threshold_for
 
 AUTO = (Compaction(10, 168_000, "auto"),)
 MANUAL = (Compaction(10, 158_000, "manual"),)
@@ -37,3 +37,18 @@ def test_the_threshold_reserves_all_output_before_2_1_and_20000_after(version, t
 def test_the_window_and_its_source(model, version, peak, compactions, tokens, says):
     window = session_window(model, version, peak, compactions)
     assert window.tokens == tokens and says in window.source
+
+
+@pytest.mark.parametrize(
+    "model, kept",
+    [
+        ("claude-sonnet-4-5-20250929", False),
+        ("claude-sonnet-4-20250514", False),
+        ("claude-haiku-4-5-20251001", False),
+        ("claude-opus-4-5-20251101", True),
+        ("claude-sonnet-4-6", True),
+        ("claude-opus-4-7", True),
+    ],
+)
+def test_which_models_read_earlier_turns_thinking(model, kept):
+    assert keeps_thinking(model) is kept
