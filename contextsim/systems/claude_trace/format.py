@@ -85,7 +85,22 @@ class ClaudeTraceImporter:
         if not runs:
             said = "; ".join(warnings)
             raise FormatError(path, "", f"no model call in the capture ({said})")
-        return ParsedFile(self.name, tuple(d.run() for d in runs), (*own, *warnings))
+        return ParsedFile(self.name, _of_sessions([d.run() for d in runs]), (*own, *warnings))
+
+
+def _of_sessions(runs: list[Run]) -> tuple[Run, ...]:
+    """The runs, each of a client session after its first (a title or a haiku side
+    call, a subagent) linked to that first one as its parent, with an id of its own."""
+    first: dict[str, int] = {}
+    out = []
+    for i, run in enumerate(runs):
+        marker = run.session_id
+        if not marker or marker not in first:
+            first.setdefault(marker, i)
+            out.append(run)
+            continue
+        out.append(replace(run, session_id=f"{marker}#{i}", parent_session_id=marker))
+    return tuple(out)
 
 
 def _is_call(data: Any) -> bool:

@@ -20,6 +20,8 @@ from tests.systems.fixtures import fixture
 def test_a_capture_is_exact_its_tools_and_system_prompt_are_sent():
     main, title = parse_path(fixture(__file__, "session.jsonl")).runs
     assert main.format == FORMAT and title.title.startswith("Generate a title")
+    # The title call is a run of its own, of the same client session.
+    assert main.session_id == "5e55-10n0-0001" and title.parent_session_id == main.session_id
     assert [m.role for m in main.messages[:2]] == ["system", "system"]  # tools, prompt
     assert main.messages[-1].usage is not None
     assert main.messages[-1].usage.model == "claude-sonnet-4-5"
