@@ -13,6 +13,9 @@ from tests.systems.fixtures import imported, refused
         # per run: requests, with usage, largest context, compactions, tool calls
         # three calls of one conversation and a title side call; GET /models skipped
         ("session.jsonl", [(3, 3, 950, 0, 1), (1, 1, 40, 0, 0)], 1),
+        # /compact: the summary request extends the session, the next call opens with
+        # the summary it wrote: one run, one compaction after it
+        ("compact.jsonl", [(3, 3, 5_100, 1, 0)], 0),
         # output only in the stream's output_item.done events
         ("codex_sse.jsonl", [(1, 1, 1_200, 0, 0)], 0),
     ],
