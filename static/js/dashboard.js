@@ -9,7 +9,8 @@
     if (!box || !data || !window.Plotly) { return; }
     var figure = JSON.parse(data.textContent);
     window.Plotly.react(box, figure.data, figure.layout, {
-      responsive: true, displaylogo: false,
+      responsive: true, displaylogo: false, showSendToCloud: false,
+      showEditInChartStudio: false, plotlyServerURL: "",
       toImageButtonOptions: { format: "png", filename: "contextsim-composition" }
     }).then(function () {
       box.dataset.drawn = "1";
@@ -58,7 +59,10 @@
       if (!data) { return; }
       var figure = JSON.parse(data.textContent);
       plotlyFor(box).then(function (plotly) {
-        return plotly.react(box, figure.data, figure.layout, { responsive: true, displaylogo: false });
+        return plotly.react(box, figure.data, figure.layout, {
+          responsive: true, displaylogo: false, showSendToCloud: false,
+          showEditInChartStudio: false, plotlyServerURL: ""
+        });
       }).then(function () { box.dataset.drawn = "1"; });
     });
   }

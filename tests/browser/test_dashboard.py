@@ -216,3 +216,20 @@ def test_the_agent_config_panel_follows_a_parameter_change_and_stays_open(page, 
     # chart redraws itself to the new width a moment after the resize).
     page.set_viewport_size({"width": 390, "height": 800})
     wait_until(page, "document.documentElement.scrollWidth <= 390")
+
+
+def test_no_chart_control_sends_the_data_to_plotly_cloud(page, run):
+    # plotly.js 4 adds a button that posts the chart's data to cloud.plotly.com to the
+    # modebar unless told not to (showSendToCloud is true by default).
+    open_dashboard(page, run)
+    page.hover("#chart")
+    titles = page.eval_on_selector_all(
+        "#chart .modebar-btn", "nodes => nodes.map(n => n.getAttribute('data-title') || '')"
+    )
+    assert titles  # the modebar is there (zoom, download...)
+    assert not [t for t in titles if "Chart Studio" in t or "cloud" in t.lower()]
+    config = page.evaluate(
+        "(() => { const c = document.getElementById('chart')._context;"
+        " return [c.showSendToCloud, c.plotlyServerURL]; })()"
+    )
+    assert config == [False, ""]
