@@ -18,7 +18,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from contextsim.counting.approx_form import LangChainForms, client_calls
-from contextsim.counting.estimators import MESSAGE_OVERHEAD, CountMemo, Estimator, count_message
+from contextsim.counting.estimators import (
+    MESSAGE_OVERHEAD,
+    CountMemo,
+    Estimator,
+    count_message,
+    thought_tokens,
+)
 from contextsim.counting.memory import grown
 from contextsim.counting.offload_stubs import render_tool_stub
 from contextsim.counting.redaction import counted_text
@@ -41,11 +47,6 @@ _SPACE_WORDS = re.compile(
     ),
     re.IGNORECASE,
 )
-
-
-def thought_tokens(part: ThinkingPart, estimator: Estimator) -> int:
-    """Tokens of one thinking part as sent (estimators.count_parts counts it so)."""
-    return part.sent_tokens or estimator.count(counted_text(part.text))
 
 
 def build(run: Run, estimator: Estimator, memo: CountMemo | None = None) -> Skeleton:
@@ -180,14 +181,10 @@ class SkeletonBuilder:
             tokens = self.memo.count(message, estimator, key)
             counted.tokens.append(tokens)
             within = max(tokens - MESSAGE_OVERHEAD, 0)
-            counted.thinking.append(
-                min(sum(thought_tokens(t, estimator) for t in thoughts), within) if thoughts else 0
-            )
-            counted.turn.append(
-                min(sum(thought_tokens(t, estimator) for t in thoughts if t.turn_only), within)
-                if thoughts
-                else 0
-            )
+            sizes = [thought_tokens(t, estimator) for t in thoughts]
+            counted.thinking.append(min(sum(sizes), within))
+            turn = sum(n for n, t in zip(sizes, thoughts, strict=True) if t.turn_only)
+            counted.turn.append(min(turn, within))
             counted.previews.append(
                 0
                 if not results

@@ -143,14 +143,20 @@ def content_key(message: Message) -> str:
     return h.hexdigest()
 
 
+def thought_tokens(part: ThinkingPart, estimator: Estimator) -> int:
+    """Tokens of one thinking part as sent: the size the log measured for it
+    (ThinkingPart.sent_tokens), else the estimator's count of its text."""
+    return part.sent_tokens or estimator.count(counted_text(part.text))
+
+
 def count_parts(message: Message, estimator: Estimator) -> int:
     """Tokens of `message` by `estimator`, without the per-message overhead; a redaction
     marker counts as the text it stands for (contextsim.counting.redaction)."""
     total = 0
     for part in message.parts:
-        if isinstance(part, ThinkingPart) and part.sent_tokens:
-            total += part.sent_tokens
-        elif isinstance(part, TextPart | ThinkingPart | ToolResultPart):
+        if isinstance(part, ThinkingPart):
+            total += thought_tokens(part, estimator)
+        elif isinstance(part, TextPart | ToolResultPart):
             total += estimator.count(counted_text(part.text))
         elif isinstance(part, ToolCallPart):
             total += estimator.count(part.name) + estimator.count(counted_text(part.arguments))

@@ -142,6 +142,17 @@ def prefix_sums(values: Sequence[int]) -> list[int]:
     return list(accumulate(values, initial=0))
 
 
+def newest_user_turns(sk: Skeleton) -> list[int]:
+    """Per history end e (0..size), the index of the newest user turn among messages
+    [0, e), 0 when there is none."""
+    out, last = [0] * (sk.size + 1), 0
+    for i, user in enumerate(sk.user_turn):
+        if user:
+            last = i
+        out[i + 1] = last
+    return out
+
+
 def thinking_of(sk: Skeleton) -> Sequence[int]:
     """Per message, its thinking tokens (Skeleton.thinking_tokens; zeros when the
     skeleton has none)."""

@@ -14,7 +14,7 @@ from functools import cached_property
 from itertools import accumulate, repeat
 from operator import and_, eq, mul, sub
 
-from contextsim.counting.skeleton import Skeleton, prefix_sums, thinking_of
+from contextsim.counting.skeleton import Skeleton, newest_user_turns, prefix_sums, thinking_of
 from contextsim.engine.plan import Plan, Statics
 from contextsim.model import KINDS
 
@@ -140,12 +140,7 @@ class Accountant:
         turn = sk.turn_thinking
         if turn and any(turn):
             self.turn_save = prefix_sums(list(map(min, turn, tokens)))
-            newest, last = [0] * (n + 1), 0
-            for i, user in enumerate(sk.user_turn):
-                if user:
-                    last = i
-                newest[i + 1] = last
-            self._newest_user: list[int] = newest
+            self._newest_user: list[int] = newest_user_turns(sk)
         else:
             self.turn_save, self._newest_user = [], []
         # G: sent prefix when everything clearable is cleared; H: when nothing is.
@@ -228,11 +223,15 @@ class Accountant:
             ts = self.think_save
             out -= ts[b if b < tb else tb] - ts[a if a < tb else tb]
         if ub and self.turn_save:
-            # Before `tb` a cleared message's thinking is gone already: not twice.
-            lo = tb if tb and self.thinks else 0
-            us = self.turn_save
-            out -= us[min(max(b, lo), ub)] - us[min(max(a, lo), ub)]
+            out -= self._turn_left_out(a, b, tb, ub)
         return out
+
+    def _turn_left_out(self, a: int, b: int, tb: int, ub: int) -> int:
+        """Turn-only thinking of messages [a, b) before `ub` that is not sent; before
+        `tb` a cleared message's thinking is gone already, so not counted twice."""
+        lo = tb if tb and self.thinks else 0
+        us = self.turn_save
+        return us[min(max(b, lo), ub)] - us[min(max(a, lo), ub)]
 
     def sent(self, plan: Plan) -> int:
         """Tokens of the whole request."""
@@ -335,12 +334,9 @@ class Accountant:
                 for a, b in ranges:
                     out[kind] -= _within(thought, a, b, tb) - _within(both, a, b, min(cb, tb))
         ub = self.turn_bound(plan.end)
-        if ub and self.turn_save:
-            # Turn-only thinking before the newest user turn is not sent (as in span).
-            lo = tb if tb and self.thinks else 0
-            us = self.turn_save
+        if ub and self.turn_save:  # not sent (as in span)
             for a, b in ranges:
-                out[THINKING] -= us[min(max(b, lo), ub)] - us[min(max(a, lo), ub)]
+                out[THINKING] -= self._turn_left_out(a, b, tb, ub)
         return tuple(out)
 
     def dispositions(self, plan: Plan) -> str:

@@ -48,8 +48,13 @@ def logged_usage(sk: Skeleton, end: int) -> Usage | None:
     log's first compaction whose usage was measured. None otherwise. A harness decides
     on the measured usage of what it sent, so a policy modelling one decides on it too
     for as long as it sends the same."""
-    table = per_skeleton(sk, "logged_usage", lambda: _logged(sk))
-    return table.get(end)
+    return logged_usages(sk).get(end)
+
+
+def logged_usages(sk: Skeleton) -> dict[int, Usage]:
+    """logged_usage of every response that has one, by message index (kept per
+    skeleton)."""
+    return per_skeleton(sk, "logged_usage", lambda: _logged(sk))
 
 
 def _logged(sk: Skeleton) -> dict[int, Usage]:

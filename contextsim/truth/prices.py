@@ -141,11 +141,14 @@ def unpriced_models(model: str, usages: Iterable[Usage | None], prices: Prices) 
     """The models that answered some of these responses and have no price: genai-prices
     does not know them and `prices` are another model's. In order of first answer."""
     out: list[str] = []
+    if prices.named:
+        return out
     for usage in usages:
-        if usage is not None and response_cost(model, usage, prices) is None:
-            answered = usage.model or model or "(no model named)"
-            if answered not in out:
-                out.append(answered)
+        # response_cost's None, without pricing the response again.
+        answered = usage.model if usage is not None else ""
+        fresh = answered and answered != model and answered not in out
+        if fresh and model_facts(answered) is None:
+            out.append(answered)
     return out
 
 

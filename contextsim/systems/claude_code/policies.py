@@ -9,7 +9,13 @@ from dataclasses import dataclass
 
 from contextsim.counting.estimators import MESSAGE_OVERHEAD
 from contextsim.counting.skeleton import Skeleton
-from contextsim.engine.condensing import RESULT, SUMMARY_NOTE, logged_usage, run_window
+from contextsim.engine.condensing import (
+    RESULT,
+    SUMMARY_NOTE,
+    logged_usage,
+    logged_usages,
+    run_window,
+)
 from contextsim.engine.cuts import leading_system
 from contextsim.engine.policy import Context, Plan, plain_accounts
 from contextsim.systems.claude_code.rules import OUTPUT_CAP, version_of
@@ -80,15 +86,7 @@ def _uncompacted_peak(sk: Skeleton) -> int:
     triggers = sk.compaction_triggers or ("",) * len(sk.compactions)
     if any(t != "manual" for t in triggers):
         return 0
-    first = min((b for b in sk.compactions if b > 0), default=sk.size + 1)
-    return max(
-        (
-            u.context
-            for r, u in zip(sk.responses, sk.usage, strict=True)
-            if r is not None and u is not None and r < first
-        ),
-        default=0,
-    )
+    return max((u.context for u in logged_usages(sk).values()), default=0)
 
 
 class ClaudeCodePlanner:

@@ -18,8 +18,8 @@ import math
 from dataclasses import dataclass
 
 from contextsim.counting.estimators import MESSAGE_OVERHEAD
-from contextsim.counting.skeleton import Skeleton, prefix_sums
-from contextsim.engine.condensing import logged_usage, run_window
+from contextsim.counting.skeleton import Skeleton, newest_user_turns, prefix_sums
+from contextsim.engine.condensing import logged_usage, logged_usages, run_window
 from contextsim.engine.cuts import leading_system
 from contextsim.engine.policy import Context, Plan, plain_accounts
 
@@ -83,24 +83,20 @@ def limit_and_source(sk: Skeleton, params: CodexParams) -> tuple[int, str]:
 
 
 def _largest_total(sk: Skeleton) -> int:
-    """The largest total Codex computed after a measured response of the rollout: its
-    input and output plus its estimate of the reasoning before the newest user turn."""
-    opaque = sk.opaque_thinking or (0,) * sk.size
-    reasoning = prefix_sums([reasoning_estimate(c) if c else 0 for c in opaque])
-    newest = [0] * (sk.size + 1)
-    last = 0
-    for i, user in enumerate(sk.user_turn):
-        if user:
-            last = i
-        newest[i + 1] = last
+    """The largest total Codex computed after a measured response of a rollout that
+    never compacted: its input and output plus its estimate of the reasoning before the
+    newest user turn."""
+    reasoning, newest = _reasoning_sums(sk), newest_user_turns(sk)
     return max(
-        (
-            u.context + u.output_tokens + reasoning[newest[r]]
-            for r, u in zip(sk.responses, sk.usage, strict=True)
-            if r is not None and u is not None
-        ),
+        (u.context + u.output_tokens + reasoning[newest[r]] for r, u in logged_usages(sk).items()),
         default=0,
     )
+
+
+def _reasoning_sums(sk: Skeleton) -> list[int]:
+    """Prefix sums, per message, of Codex's estimate of its encrypted reasoning."""
+    opaque = sk.opaque_thinking or (0,) * sk.size
+    return prefix_sums([reasoning_estimate(c) if c else 0 for c in opaque])
 
 
 def reasoning_estimate(chars: int) -> int:
@@ -119,10 +115,8 @@ class CodexPlanner:
         self.statics, self.acct = plain_accounts(sk)
         self.head = leading_system(sk)
         self.limit = compact_limit(sk, params)
-        opaque = sk.opaque_thinking or (0,) * sk.size
-        self.reasoning = prefix_sums([reasoning_estimate(c) if c else 0 for c in opaque])
-        self.newest_user = 0  # the newest user turn before the request being planned
-        self.seen = 0
+        self.reasoning = _reasoning_sums(sk)
+        self.newest_user = newest_user_turns(sk)
         self.user = prefix_sums(
             [t if u else 0 for t, u in zip(sk.tokens, sk.user_turn, strict=True)]
         )
@@ -141,12 +135,8 @@ class CodexPlanner:
             note = self.fixed + min(users, self.p.user_message_tokens)
             plan = Plan(end, self.head, self.boundary, "s", note, stage="summarize")
         sk = self.sk
-        for i in range(self.seen, end):
-            if sk.user_turn[i]:
-                self.newest_user = i
-        self.seen = max(self.seen, end)
         start = self.boundary
-        earlier = self.reasoning[max(self.newest_user, start)] - self.reasoning[start]
+        earlier = self.reasoning[max(self.newest_user[end], start)] - self.reasoning[start]
         logged = None if self.boundary else logged_usage(sk, end)
         total = None if logged is None else logged.context + logged.output_tokens
         if total is None:
