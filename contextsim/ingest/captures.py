@@ -31,8 +31,8 @@ import json
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal, NamedTuple
 
 from contextsim.ingest.exchanges import message_key
 from contextsim.model import Message
@@ -107,6 +107,30 @@ def place(conv: Conversation, request: Sequence[Message]) -> Placement:
     if _continues_after_summary(conv, request, keys, head):
         return Placement("compaction", head)
     return Placement("new")
+
+
+class Continuation(NamedTuple):
+    """What a placed call does to its conversation's messages: drops the last
+    `replaced` of them (a redo's earlier response), then appends `added`; `compacted`:
+    a compaction comes before them (the first of them is the summary, so marked)."""
+
+    replaced: int
+    added: tuple[Message, ...]
+    compacted: bool
+
+
+def continuation(
+    placed: Placement, request: Sequence[Message], reply: Sequence[Message]
+) -> Continuation:
+    """The Continuation of a call placed `placed` (not "new") whose request sent
+    `request` and that got `reply` (its response, or nothing)."""
+    if placed.kind == "redo":
+        return Continuation(1, tuple(reply), False)
+    new = list(request[placed.skip :])
+    compacted = placed.kind == "compaction" and bool(new)
+    if compacted:
+        new[0] = replace(new[0], compact_summary=True)
+    return Continuation(0, (*new, *reply), compacted)
 
 
 def _after_last_response(conv: Conversation, keys: list[Hashable], head: int) -> int:

@@ -122,13 +122,14 @@ def model_name(data: dict[str, Any]) -> str:
     return model if isinstance(model, str) else ""
 
 
-def title_of(messages: Sequence[Message]) -> str:
-    """The first real user text, on one line, shortened to about TITLE_CHARS."""
+def title_of(messages: Sequence[Message], untitled: str = "untitled run") -> str:
+    """The first real user text, on one line, shortened to about TITLE_CHARS;
+    `untitled` when there is none."""
     for message in messages:
         text = " ".join(message.text.split())
         if message.is_user_turn and text:
             return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
-    return "untitled run"
+    return untitled
 
 
 def entry_kind(data: Any) -> str | None:

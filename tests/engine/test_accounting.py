@@ -8,7 +8,11 @@ from hypothesis import strategies as st
 
 from contextsim.counting.builder import build
 from contextsim.counting.estimators import ESTIMATORS
+from contextsim.counting.skeleton import Skeleton
+from contextsim.engine.plan import Plan
+from contextsim.engine.policy import plain_accounts
 from contextsim.engine.simulate import explain, simulate
+from contextsim.model import Message, Run, TextPart, ThinkingPart
 from contextsim.registry import POLICIES
 from tests.engine.histories import histories
 
@@ -63,29 +67,26 @@ def test_cost_reads_the_cached_prefix_at_the_cache_price():
     assert new * 1e6 + out * 1e6 == pytest.approx(11.25)
 
 
-def test_turn_only_thinking_is_sent_until_the_next_user_turn():
-    from contextsim.counting.builder import build
-    from contextsim.counting.estimators import ESTIMATORS
-    from contextsim.engine.plan import Plan
-    from contextsim.engine.policy import plain_accounts
-    from contextsim.model import Message, Run, TextPart, ThinkingPart
+def _two_turns_of_turn_only_thinking() -> Skeleton:
+    """Three user turns, two answers each with 500 tokens of turn-only reasoning."""
 
     def answer() -> Message:
         return Message(
             "assistant", (ThinkingPart("", sent_tokens=500, turn_only=True), TextPart("ok"))
         )
 
-    run = Run(
-        "r",
-        (
-            Message("user", (TextPart("one"),)),
-            answer(),
-            Message("user", (TextPart("two"),)),
-            answer(),
-            Message("user", (TextPart("three"),)),
-        ),
+    messages = (
+        Message("user", (TextPart("one"),)),
+        answer(),
+        Message("user", (TextPart("two"),)),
+        answer(),
+        Message("user", (TextPart("three"),)),
     )
-    sk = build(run, ESTIMATORS["chars4"])
+    return build(Run("r", messages), ESTIMATORS["chars4"])
+
+
+def test_turn_only_thinking_is_sent_until_the_next_user_turn():
+    sk = _two_turns_of_turn_only_thinking()
     assert sk.turn_thinking[1] == 500
     _, acct = plain_accounts(sk)
     whole = [sum(sk.tokens[:end]) for end in (2, 4, 5)]
@@ -96,28 +97,7 @@ def test_turn_only_thinking_is_sent_until_the_next_user_turn():
 
 
 def test_the_composition_by_kind_adds_up_to_what_is_sent_with_turn_only_thinking():
-    from contextsim.counting.builder import build
-    from contextsim.counting.estimators import ESTIMATORS
-    from contextsim.engine.plan import Plan
-    from contextsim.engine.policy import plain_accounts
-    from contextsim.model import Message, Run, TextPart, ThinkingPart
-
-    def answer() -> Message:
-        return Message(
-            "assistant", (ThinkingPart("", sent_tokens=500, turn_only=True), TextPart("ok"))
-        )
-
-    run = Run(
-        "r",
-        (
-            Message("user", (TextPart("one"),)),
-            answer(),
-            Message("user", (TextPart("two"),)),
-            answer(),
-            Message("user", (TextPart("three"),)),
-        ),
-    )
-    _, acct = plain_accounts(build(run, ESTIMATORS["chars4"]))
+    _, acct = plain_accounts(_two_turns_of_turn_only_thinking())
     for end in (2, 4, 5):
         plan = Plan(end)
         assert sum(acct.kept_by_kind(plan)) == acct.composition(plan)["kept"] == acct.sent(plan)

@@ -38,7 +38,13 @@ from contextsim.ingest.base import (
     expect,
     parse_time,
 )
-from contextsim.ingest.captures import FORMAT, choose, conversation, session_marker
+from contextsim.ingest.captures import (
+    FORMAT,
+    choose,
+    continuation,
+    conversation,
+    session_marker,
+)
 from contextsim.ingest.exchanges import Dialect, title_of
 from contextsim.model import Compaction, Message, Run
 from contextsim.systems.anthropic_api.format import AnthropicImporter
@@ -201,24 +207,21 @@ def _place(
     """Add one call to the conversation it continues, or start one."""
     recent = list(reversed(runs))
     index, placed = choose([conversation(d.messages, d.boundary) for d in recent], request)
-    answer = [reply] if reply is not None else []
+    answer = (reply,) if reply is not None else ()
     if index < 0:
         draft = _Draft([*request, *answer], session)
         runs.append(draft)
     else:
         draft = recent[index]
-        if placed.kind == "redo":
-            draft.messages[-1:] = answer
-        elif placed.kind == "compaction":
+        step = continuation(placed, request, answer)
+        if step.compacted:
+            # As the capture proxy records it: the last measured context, "captured".
             measured = [m.usage.context for m in draft.messages if m.usage is not None]
             before = len(draft.messages)
-            draft.compactions.append(Compaction(before, measured[-1] if measured else None, "auto"))
-            new = list(request[placed.skip :])
-            if new:
-                new[0] = replace(new[0], compact_summary=True)
-            draft.messages += [*new, *answer]
+            pre = measured[-1] if measured else None
+            draft.compactions.append(Compaction(before, pre, "captured"))
             draft.boundary = before
-        else:  # extend, edited
-            draft.messages += [*request[placed.skip :], *answer]
+        del draft.messages[len(draft.messages) - step.replaced :]
+        draft.messages += step.added
     if model:
         draft.models[model] += 1

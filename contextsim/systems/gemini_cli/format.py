@@ -51,6 +51,7 @@ from contextsim.ingest.base import (
     text_of,
     token_count,
 )
+from contextsim.ingest.exchanges import title_of
 from contextsim.model import (
     Message,
     Part,
@@ -67,7 +68,6 @@ SENT_TYPES = frozenset({"user", "gemini"})
 UI_TYPES = frozenset({"info", "error", "warning"})
 WINDOW = 1_048_576
 """Gemini CLI's token limit for Gemini models (tokenLimits: 2**20)."""
-TITLE_LENGTH = 80
 
 
 class GeminiCliImporter:
@@ -141,12 +141,8 @@ class _Builder:
             messages.extend(self._messages(where, data, models))
         session = header.get("sessionId")
         session = session if isinstance(session, str) else ""
-        first = next((m for m in messages if m.is_user_turn), None)
-        title = " ".join(first.text.split()) if first else ""
-        if len(title) > TITLE_LENGTH:
-            title = title[: TITLE_LENGTH - 1].rstrip() + "…"
         run = Run(
-            title=title or f"Gemini CLI session {session}".strip(),
+            title=title_of(messages, f"Gemini CLI session {session}".strip()),
             messages=tuple(messages),
             format="gemini-cli",
             model=models.most_common(1)[0][0] if models else "",

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -28,7 +27,14 @@ from django.db.models import F
 
 from contextsim import model as core
 from contextsim.ingest.base import FormatError
-from contextsim.ingest.captures import FORMAT, Conversation, Placement, choose, conversation
+from contextsim.ingest.captures import (
+    FORMAT,
+    Conversation,
+    Placement,
+    choose,
+    continuation,
+    conversation,
+)
 from contextsim.ingest.exchanges import title_of
 from contextsim.systems.anthropic_api.format import AnthropicImporter
 from contextsim.systems.openai_api.format import OpenAIImporter
@@ -219,15 +225,11 @@ def _continue(
     """Append the call to the conversation it continues; returns the run and the
     conversation after."""
     end = run.message_count
-    if placed.kind == "redo":
-        added: Sequence[core.Message] = reply
-        start, keys = end - 1, conv.keys[:-1]
-    else:
-        new = list(request[placed.skip :])
-        if placed.kind == "compaction" and new:
-            new[0] = replace(new[0], compact_summary=True)
-            _add_compaction(run, end, conv)
-        added, start, keys = (*new, *reply), end, conv.keys
+    step = continuation(placed, request, reply)
+    if step.compacted:
+        _add_compaction(run, end, conv)
+    added, start = step.added, end - step.replaced
+    keys = conv.keys[: len(conv.keys) - step.replaced]
     if not added:
         return run, conv
     run = do_append_messages(run, added, start)
