@@ -152,7 +152,7 @@ class ClaudeCodePolicy:
     of old tool results (claude_code_microcompact)."""
 
     name = "claude_code_auto_compact"
-    label = "claude_code_auto_compact: summarize at window - 33k (Claude Code)"
+    label = "claude_code_auto_compact: summarize at its threshold (Claude Code)"
     source = "Claude Code auto-compact (public analyses)"
     Params = ClaudeCodeParams
 
