@@ -97,7 +97,9 @@ def test_lone_surrogates_in_streamed_messages_are_replaced_and_said(monkeypatch)
     assert any("1 lone surrogate" in w for w in warnings)
 
 
-@pytest.mark.parametrize("path", corpus_files("claude_code", "*.jsonl"), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", corpus_files("claude_code", "*.jsonl"), ids=lambda p: p.name if p else "absent"
+)
 def test_a_claude_code_session_in_pieces_gives_the_runs_parse_stream_gives(path, monkeypatch):
     monkeypatch.setattr(claude_code, "FLUSH_LINES", 3)
     monkeypatch.setattr(claude_code, "KEEP", 1)
@@ -161,7 +163,9 @@ def test_a_streamed_native_document_is_refused_as_parse_stream_refuses_it(doc, s
     assert said in str(whole.value) and str(pieces.value) == str(whole.value)
 
 
-@pytest.mark.parametrize("path", corpus_files("codex", "*.jsonl"), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", corpus_files("codex", "*.jsonl"), ids=lambda p: p.name if p else "absent"
+)
 def test_a_codex_rollout_in_pieces_gives_the_run_parse_stream_gives(path, monkeypatch):
     monkeypatch.setattr(codex, "FLUSH_LINES", 7)
     monkeypatch.setattr(codex, "KEEP", 12)
