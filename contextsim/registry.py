@@ -24,7 +24,16 @@ from contextsim.ingest.base import Importer
 from contextsim.systems.exporting import ExportContext, Exporter, Snippet
 from contextsim.systems.manifest import System
 
-__all__ = ["EXPORTERS", "IMPORTERS", "POLICIES", "SYSTEMS", "ExportContext", "Snippet", "export"]
+__all__ = [
+    "EXPORTERS",
+    "IMPORTERS",
+    "POLICIES",
+    "SYSTEMS",
+    "SYSTEM_POLICIES",
+    "ExportContext",
+    "Snippet",
+    "export",
+]
 
 SYSTEMS = (
     "contextsim.systems.native",
@@ -135,6 +144,30 @@ EXPORTERS: Mapping[str, Exporter] = Registry(_exporters)
 """Policy name -> its exporter (a policy without a real counterpart has none)."""
 PROVIDERS: Mapping[str, str] = Registry(_providers)
 """Format name -> the provider whose list prices its runs fall back to."""
+
+
+def _system_policies() -> dict[str, tuple[str, ...]]:
+    return {
+        _part(pkg, path).name: tuple(_part(pkg, p).name for p in system.policies)
+        for pkg, system in manifests()
+        for path in system.importers
+    }
+
+
+SYSTEM_POLICIES: Mapping[str, tuple[str, ...]] = Registry(_system_policies)
+"""Format name -> the names of its system's own policies (the mechanisms the agent
+that wrote the log can use), in the system's order; () for a format whose system
+has none."""
+
+
+def own_trigger(format_name: str) -> Policy | None:
+    """The first of the format's system's policies that says where it compacts (a
+    `trigger`, engine.policy.policy_trigger): the system's own compaction, whose
+    threshold explains the log's automatic compactions; None when it has none."""
+    for name in SYSTEM_POLICIES.get(format_name, ()):
+        if getattr(POLICIES[name], "trigger", None) is not None:
+            return POLICIES[name]
+    return None
 
 
 def export(policy: str, ctx: ExportContext) -> tuple[Snippet, ...]:

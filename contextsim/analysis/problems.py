@@ -25,15 +25,23 @@ KINDS = (
     "early_stop",
     "step_ceiling",
     "compaction",
+    "compacted",
 )
 
 
 @dataclass(frozen=True, slots=True)
 class Problem:
+    """A finding at `step`. `tokens` and `dollars` are what it cost the run and
+    `impact` says how they were counted (contextsim.analysis.impact; 0 and "" until it
+    is priced)."""
+
     step: int
     kind: str
     severity: str
     detail: str
+    tokens: int = 0
+    dollars: float = 0.0
+    impact: str = ""
 
 
 def detect(

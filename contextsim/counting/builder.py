@@ -116,6 +116,7 @@ class SkeletonBuilder:
         self.is_error: list[bool] = []
         self.langchain: list[tuple[tuple[int, ...], ...]] = []
         self.call_inputs: list[tuple[int, ...]] = []
+        self.call_names: list[tuple[str, ...]] = []
         self.stub_chars: list[tuple[int, ...]] = []
         self.summaries: list[int] = []
         self.times: list[float | None] = []
@@ -174,7 +175,9 @@ class SkeletonBuilder:
         whole = len(results) == len(message.parts) and all(
             p is r.text and counted_text(p) is p for p, r in zip(previews, results, strict=True)
         )
-        arguments = [c.arguments for c in client_calls(message)]
+        client = client_calls(message)
+        arguments = [c.arguments for c in client]
+        self.call_names.append(tuple(c.name for c in client))
         thoughts = [p for p in message.parts if isinstance(p, ThinkingPart)]
         for estimator in self.estimators:
             counted = self._counted[estimator.name]
@@ -234,6 +237,7 @@ class SkeletonBuilder:
             "compaction_triggers": tuple(c.trigger for c in run.compactions),
             "langchain": tuple(self.langchain),
             "call_inputs": tuple(self.call_inputs),
+            "call_names": tuple(self.call_names),
             "stub_chars": tuple(self.stub_chars),
             "model": run.model,
             "context_window": run.context_window,

@@ -66,6 +66,8 @@ class Skeleton:
     """Per message, its LangChain form as LangChain's approximate counter sees it: one
     LangChainPiece (as plain ints) per LangChain message; see approx_form."""
     call_inputs: tuple[tuple[int, ...], ...] = ()
+    call_names: tuple[tuple[str, ...], ...] = ()
+    """Per message, the name of each client-side tool call (as argument_tokens)."""
     """Per message, per client-side tool call: characters its LangChain form loses when
     that call's arguments are cleared to {} (0 for a call LangChain cannot parse)."""
     stub_tokens: tuple[tuple[int, ...], ...] = ()
@@ -159,10 +161,11 @@ def thinking_of(sk: Skeleton) -> Sequence[int]:
     return sk.thinking_tokens or (0,) * sk.size
 
 
-LAYOUT = 4
+LAYOUT = 5
 """The version of the stored form (to_dict). Raised when a field is added that a stored
 skeleton cannot do without or whose meaning changes (2: thinking_tokens, times; 3: a
-ToolMessage piece says when its call did not parse; 4: opaque_thinking), so stored
+ToolMessage piece says when its call did not parse; 4: opaque_thinking; 5: call_names,
+for the tools' breakdown), so stored
 skeletons of an older layout are built again from their run's messages (see
 `current`)."""
 

@@ -7,7 +7,10 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
+from contextsim.analysis.compactions import CompactionEvent, Limit, compaction_events
+from contextsim.analysis.impact import ranked
 from contextsim.analysis.problems import Problem, detect
+from contextsim.analysis.tool_usage import ToolShare, by_server, tool_breakdown
 from contextsim.counting.estimators import ESTIMATORS, STAND_INS, Estimator
 from contextsim.counting.skeleton import Skeleton
 from contextsim.engine.policy import policy_trigger
@@ -22,10 +25,15 @@ from contextsim.engine.simulate import (
 )
 from contextsim.ingest.captures import FORMAT as CAPTURED
 from contextsim.model import KINDS
-from contextsim.registry import POLICIES, PROVIDERS
+from contextsim.registry import POLICIES, PROVIDERS, own_trigger
 from contextsim.truth.compaction_points import CompactionPoint, compaction_points
 from contextsim.truth.costs import PRESETS, Prices
-from contextsim.truth.prices import assumed_prices, model_facts, unpriced_models
+from contextsim.truth.prices import (
+    assumed_prices,
+    default_limits,
+    model_facts,
+    unpriced_models,
+)
 from contextsim.truth.reconcile import Reconciliation
 from webapp.dashboard import trace
 from webapp.dashboard.charts.composition import composition_figure
@@ -58,6 +66,18 @@ class Analysis:
     unpriced: tuple[str, ...] = ()
     """Models that answered some responses and have no price (truth.prices
     unpriced_models): their responses are not in the measured cost."""
+    events: tuple[CompactionEvent, ...] = ()
+    """Every compaction of the state's policy on the run, in step order
+    (analysis.compactions)."""
+
+
+def tool_parts(
+    result: Analysis, step: int | None = None
+) -> tuple[list[ToolShare], list[ToolShare]]:
+    """Each tool's part of what the run sent (and of request `step`), the largest
+    first, and the same by MCP server (analysis.tool_usage)."""
+    tools = tool_breakdown(result.main, result.prices or PRESETS["anthropic"], step)
+    return tools, by_server(tools)
 
 
 def run_prices(run: Run, named: str = "") -> Prices:
@@ -122,9 +142,10 @@ def analyse(
     except ValueError as exc:  # a policy that cannot work with these settings says why
         raise BadQuery(f"{state.policy}: {exc}") from None
     cost = measured_total(sk, prices)
-    problems = detect(main)
     unpriced = tuple(unpriced_models(run.model, sk.usage, prices))
     trigger = policy_trigger(POLICIES[state.policy], main.skeleton, main.params)
+    events = tuple(compaction_events(main, _threshold(run, main, trigger), _window(run, state)))
+    problems = ranked([*detect(main), *map(event_problem, events)], main, prices)
     return Analysis(
         state,
         main,
@@ -138,7 +159,35 @@ def analyse(
         stand_in,
         trigger,
         unpriced,
+        events,
     )
+
+
+def _threshold(run: Run, sim: Simulation, trigger: tuple[int, str] | None) -> Limit | None:
+    """The threshold beside a compaction: the state's policy's when it has one (what
+    made a simulated compaction fire), else the run's own system's (what made the
+    log's automatic compactions fire), at its default settings."""
+    if trigger is not None:
+        return Limit(*trigger)
+    own = own_trigger(run.format)
+    if own is None:
+        return None
+    found = policy_trigger(own, sim.skeleton, own.Params())
+    return None if found is None else Limit(found[0], f"{own.name} at its defaults: {found[1]}")
+
+
+def _window(run: Run, state: ViewState) -> Limit:
+    """The hard limit of the state: the run's window and its source, unless set."""
+    window, _, _ = default_limits(run.model, run.context_window)
+    if state.hard_limit == window:
+        return Limit(window, run.window_said)
+    return Limit(state.hard_limit, "the hard limit set on this page")
+
+
+def event_problem(event: CompactionEvent) -> Problem:
+    """A compaction as an entry of the problem list (information: it is where the
+    context changed, and the list is where a person looks for what happened)."""
+    return Problem(event.step, "compacted", "info", event.explain())
 
 
 def run_reconciliation(
@@ -244,7 +293,7 @@ def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict
     cached_until = _cached_until(items, sim.estimated_cached(step))
     start = max(0, min(start, max(len(items) - INSPECT_PAGE, 0)))
     page = trace.inspect_items(run, sim, step, start, INSPECT_PAGE)
-    later = [p.step for p in result.problems if p.step > step]
+    later = sorted(p.step for p in result.problems if p.step > step)
     kept = dict(zip(KINDS, sim.kept_by_kind(step), strict=True))
     changes: dict[str, int] = {}
     for item in items:

@@ -11,6 +11,7 @@ from typing import Any
 from django.http import QueryDict
 
 from contextsim.analysis.problems import Problem
+from contextsim.analysis.tool_usage import ToolShare
 from contextsim.counting.estimators import Estimator
 from contextsim.engine.policy import Policy
 from contextsim.systems.exporting import Snippet
@@ -60,8 +61,21 @@ class Dashboard:
     figure: dict[str, Any]
     problems: list[Problem]
     problem_kind: str
+    problem_order: bool
+    """Whether the problems are listed in step order (else the costliest first)."""
+    costliest: Problem | None
+    """The problem that cost most, called out at the top (None when none cost)."""
+    tools: list[ToolShare]
+    servers: list[ToolShare]
     problem_kinds: list[str]
     rows: list[TraceRow]
+    sort: str
+    """The trace table's order (trace.SORTS)."""
+    descending: bool
+    sort_queries: dict[str, str]
+    """Per column of the trace table, the query string that sorts by it."""
+    table_query: str
+    """The query string of the trace table's current order, for its pages."""
     page: int
     pages: int
     params: list[dict[str, Any]]

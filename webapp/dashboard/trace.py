@@ -38,6 +38,45 @@ class TraceRow:
     """When the response began to arrive, as logged."""
     took: float | None = None
     """Seconds from the request's last message to its response, as logged."""
+    cached: int = 0
+    """Tokens of the request's cached prefix (StepRecord.cached)."""
+    cost: float = 0.0
+    """US dollars: measured when the log has the request's usage (as_logged), else
+    estimated (contextsim.engine.simulate.StepRecord.cost)."""
+
+
+SORTS = {
+    "step": "step",
+    "sent": "tokens sent",
+    "measured": "measured tokens",
+    "cost": "cost",
+    "results": "new result tokens",
+    "cached": "cached prefix",
+}
+"""The trace table's orders: query value -> what it sorts by."""
+
+
+def sorted_steps(sim: Simulation, key: str, descending: bool) -> list[int]:
+    """Every step in the order of `key` (one of SORTS; ties in step order), for the
+    trace table's pages. Raises KeyError for an unknown key."""
+    records = sim.records
+    if key == "step":
+        steps = list(range(len(records)))
+        return steps[::-1] if descending else steps
+    sk = sim.skeleton
+    value: dict[str, Any] = {
+        "sent": lambda k: records[k].sent,
+        "measured": lambda k: -1 if records[k].measured is None else records[k].measured,
+        "cost": lambda k: records[k].cost,
+        "cached": lambda k: records[k].cached,
+        "results": lambda k: sum(
+            sk.tokens[i]
+            for i in range(sk.ends[k - 1] if k else 0, records[k].end)
+            if sk.result_count[i]
+        ),
+    }
+    of = value[key]
+    return sorted(range(len(records)), key=lambda k: (-of(k), k) if descending else (of(k), k))
 
 
 def _short(text: str, limit: int = 90) -> str:
@@ -52,11 +91,14 @@ def trace_rows(
     page: int,
     other: Simulation | None,
     prompts: dict[str, Run] | None = None,
+    order: list[int] | None = None,
 ) -> list[TraceRow]:
-    """One row per step of page `page` (0-based, PAGE rows each); `prompts` are the
-    run's subagents by their task, to link the calls that started them."""
+    """One row per step of page `page` (0-based, PAGE rows each) of the steps in
+    `order` (sorted_steps; step order when None); `prompts` are the run's subagents by
+    their task, to link the calls that started them."""
     sk = sim.skeleton
-    steps = range(page * PAGE, min((page + 1) * PAGE, len(sim.records)))
+    every = order if order is not None else range(len(sim.records))
+    steps = every[page * PAGE : (page + 1) * PAGE]
     responses = [answer for k in steps if (answer := sk.responses[k]) is not None]
     parts = dict(Message.objects.filter(run=run, index__in=responses).values_list("index", "parts"))
     times = message_times(run, [*responses, *(r - 1 for r in responses if r)])
@@ -91,6 +133,8 @@ def trace_rows(
                 rejected=r.rejected,
                 over_budget=r.over_budget,
                 subagents=tuple(spawned(calls, prompts)) if prompts else (),
+                cached=r.cached,
+                cost=r.cost,
                 **request_time(times, sk.responses[k]),
             )
         )

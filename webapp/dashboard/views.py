@@ -87,6 +87,13 @@ def run_dashboard(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
     pages = -(-len(result.main.records) // trace.PAGE)
     page = min(max(_int(request.GET.get("page"), 1), 1), max(pages, 1))
     run = frame.run
+    sort = request.GET.get("sort", "step")
+    sort = sort if sort in trace.SORTS else "step"
+    descending = request.GET.get("dir", "asc" if sort == "step" else "desc") == "desc"
+    listed = [p for p in result.problems if not kind or p.kind == kind]
+    if request.GET.get("problems") == "step":
+        listed.sort(key=lambda p: p.step)
+    tools, servers = analysis.tool_parts(result)
     shown = Dashboard(
         state=state,
         result=result,
@@ -96,8 +103,12 @@ def run_dashboard(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
             simulation_summary(result.baseline, [], False) if result.baseline else None
         ),
         figure=analysis.figure(result, run),
-        problems=[p for p in result.problems if not kind or p.kind == kind][:PROBLEMS],
+        problems=listed[:PROBLEMS],
         problem_kind=kind,
+        problem_order=request.GET.get("problems") == "step",
+        costliest=next((p for p in result.problems if p.dollars > 0), None),
+        tools=tools,
+        servers=servers,
         problem_kinds=[k for k in PROBLEM_KINDS if any(p.kind == k for p in result.problems)],
         rows=trace.trace_rows(
             run,
@@ -106,7 +117,12 @@ def run_dashboard(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
             page - 1,
             result.other,
             sessions.subagent_prompts(request.user, run),
+            trace.sorted_steps(result.main, sort, descending),
         ),
+        sort=sort,
+        descending=descending,
+        sort_queries=_sort_queries(result.state.query(), sort, descending),
+        table_query=_table_query(result.state.query(), sort, descending),
         page=page,
         pages=pages,
         params=viewstate.param_controls(state),
@@ -118,6 +134,28 @@ def run_dashboard(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
     if request.htmx:
         push_canonical(request, response, shown.permalink)
     return response
+
+
+def _sort_queries(permalink: str, sort: str, descending: bool) -> dict[str, str]:
+    """Per column of the trace table, the query that sorts by it: the other way round
+    when it is the current order, else largest first (step: from the first)."""
+    out = {}
+    for key in trace.SORTS:
+        if key == sort:
+            way = "asc" if descending else "desc"
+        else:
+            way = "asc" if key == "step" else "desc"
+        extra = f"sort={key}&dir={way}"
+        out[key] = f"{permalink}&{extra}" if permalink else extra
+    return out
+
+
+def _table_query(permalink: str, sort: str, descending: bool) -> str:
+    """The query of the trace table's current order (its pages keep it)."""
+    if sort == "step" and not descending:
+        return permalink
+    extra = f"sort={sort}&dir={'desc' if descending else 'asc'}"
+    return f"{permalink}&{extra}" if permalink else extra
 
 
 def _template(request: HtmxHttpRequest) -> str:

@@ -1,0 +1,164 @@
+"""What each problem cost, in tokens and dollars, so the list can put the costliest
+first.
+
+A problem's impact is what it made the run pay beyond what it had to (US dollars at
+the simulation's prices; tokens as the provider counts them when it reconciles):
+
+- cache_break: the tokens written to the cache again, at the write price less the
+  read price (what reading them from the cache would have cost);
+- over_budget / underestimate: the tokens above the budget, at the request's own price
+  per input token, over every request of the streak;
+- rejected: every request of the streak, whole (the model refuses it: it is lost);
+- oversized_result / repeated_call: the result's tokens at every request that sent it
+  again afterwards, at each request's price per input token;
+- no_progress: the requests of the stalled streak, whole;
+- the others (early_stop, step_ceiling, compaction, compacted): 0 (no figure is honest).
+
+A request's price per input token is its cost less its output's, over what it sent
+(estimate_prices), so a measured request is split at its measured prices."""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import replace
+
+from contextsim.analysis.problems import Problem
+from contextsim.counting.estimators import MESSAGE_OVERHEAD
+from contextsim.engine.simulate import Simulation
+from contextsim.truth.costs import Prices, per_token
+
+CARRY_LIMIT = 2_000_000
+"""Steps x messages looked at to follow results carried on; past it a result is taken
+as sent until the end of the run (an upper bound, said in its text)."""
+
+_STREAK = re.compile(r"so are steps (\d+)-(\d+)")
+
+
+def input_prices(sim: Simulation, prices: Prices) -> list[float]:
+    """Per request, dollars per token of its input: its cost less its output's, over
+    the tokens it sent (0 for a request that sent nothing)."""
+    out_price = per_token(prices)[2]
+    sk = sim.skeleton
+    found = []
+    for r in sim.records:
+        usage = sk.usage[r.step]
+        response = sk.responses[r.step]
+        if usage is not None:
+            output = usage.output_tokens
+        elif response is not None:
+            output = max(sk.tokens[response] - MESSAGE_OVERHEAD, 0)
+        else:
+            output = 0
+        paid = max(r.cost - output * out_price, 0.0)
+        found.append(paid / r.sent if r.sent else 0.0)
+    return found
+
+
+def ranked(problems: list[Problem], sim: Simulation, prices: Prices) -> list[Problem]:
+    """The problems with their impact (tokens, dollars, how it was counted), costliest
+    first; problems of equal cost stay in step order."""
+    per_input = input_prices(sim, prices)
+    new, read, _ = per_token(prices)
+    carried = _Carried(sim)
+    out = [_priced(p, sim, per_input, new - read, carried) for p in problems]
+    return sorted(out, key=lambda p: -p.dollars)
+
+
+def _streak(p: Problem) -> range:
+    found = _STREAK.search(p.detail)
+    return range(p.step, int(found.group(2)) + 1 if found else p.step + 1)
+
+
+def _priced(
+    p: Problem, sim: Simulation, per_input: list[float], rewrite: float, carried: _Carried
+) -> Problem:
+    records = sim.records
+    if p.kind == "cache_break":
+        r = records[p.step]
+        sk = sim.skeleton
+        now, before = sk.usage[p.step], sk.usage[p.step - 1] if p.step else None
+        if p.detail.startswith("measured") and now is not None and before is not None:
+            lost = max(before.cache_read + before.cache_write - now.cache_read, 0)
+        else:
+            lost = max(records[p.step - 1].sent - r.cached, 0) if p.step else 0
+        return replace(
+            p,
+            tokens=lost,
+            dollars=lost * rewrite,
+            impact=f"{lost:,} tokens written to the cache again instead of read",
+        )
+    if p.kind in ("over_budget", "underestimate"):
+        steps = _streak(p) if p.kind == "over_budget" else range(p.step, p.step + 1)
+        excess = [max(records[k].sent - sim.budget, 0) for k in steps]
+        if p.kind == "underestimate":
+            found = re.search(r"says about ([\d,]+)", p.detail)
+            actual = int(found.group(1).replace(",", "")) if found else records[p.step].sent
+            excess = [max(actual - sim.budget, 0)]
+        tokens = sum(excess)
+        dollars = sum(e * per_input[k] for e, k in zip(excess, steps, strict=False))
+        many = f" over {len(steps)} requests" if len(steps) > 1 else ""
+        return replace(
+            p, tokens=tokens, dollars=dollars, impact=f"{tokens:,} tokens above the budget{many}"
+        )
+    if p.kind in ("rejected", "no_progress"):
+        steps = _streak(p) if p.kind == "rejected" else range(max(p.step - 2, 0), p.step + 1)
+        tokens = sum(records[k].sent for k in steps)
+        dollars = sum(records[k].cost for k in steps)
+        what = "refused by the model" if p.kind == "rejected" else "that brought nothing new"
+        return replace(
+            p,
+            tokens=tokens,
+            dollars=dollars,
+            impact=f"{len(steps)} request{'s' if len(steps) > 1 else ''} {what}, {tokens:,} tokens",
+        )
+    if p.kind in ("oversized_result", "repeated_call"):
+        index = _result_at(sim, p.step, p.kind)
+        if index is None:
+            return p
+        tokens, dollars, bound = carried.cost(index, per_input)
+        return replace(
+            p,
+            tokens=tokens,
+            dollars=dollars,
+            impact=f"{tokens:,} tokens sending the result again at later requests"
+            + (" (at most: a long run)" if bound else ""),
+        )
+    return p
+
+
+def _result_at(sim: Simulation, step: int, kind: str) -> int | None:
+    """The result message the problem names: the first one new at `step` (the
+    largest for an oversized result, a repeat's for a repeated call)."""
+    sk = sim.skeleton
+    start = sk.ends[step - 1] if step else 0
+    found = [i for i in range(start, sk.ends[step]) if sk.result_count[i]]
+    if not found:
+        return None
+    return max(found, key=lambda i: sk.tokens[i]) if kind == "oversized_result" else found[-1]
+
+
+class _Carried:
+    """What sending one message again at every later request cost (provider tokens)."""
+
+    def __init__(self, sim: Simulation):
+        self.sim = sim
+        rec = sim.reconciliation
+        self.scale = rec.scale if rec is not None else 1.0
+        self.looked = 0
+
+    def cost(self, index: int, per_input: list[float]) -> tuple[int, float, bool]:
+        sim = self.sim
+        sk = sim.skeleton
+        tokens = round(self.scale * sk.tokens[index])
+        first = bisect_right(sk.ends, index)
+        later = range(first + 1, len(sim.records))
+        total, dollars = 0, 0.0
+        bound = self.looked + len(later) > CARRY_LIMIT
+        for k in later:
+            if not bound and sim.accountant.disposition(sim.records[k].plan, index) != "k":
+                continue
+            total += tokens
+            dollars += tokens * per_input[k]
+        self.looked += len(later)
+        return total, dollars, bound

@@ -1,0 +1,185 @@
+"""What the tools put in the context: the tokens of each tool's results and of its
+calls' arguments (and of the tool definitions the log holds) in one request and over
+the whole run, with what they cost, by tool and by MCP server, so a person sees which
+tool fills the window.
+
+Tokens are the provider's count when the simulation reconciles (the estimator's x the
+fitted scale), else the estimator's. A result is counted as it is sent: whole when
+kept, as its notes when cleared, as its stub when offloaded, not at all when left out.
+A message that holds several tools' results is split evenly between them (the log's
+messages are counted whole). A call's arguments (the estimator's count of them, the
+message's other text left out) are sent with their message, and not at all when it is
+cleared, offloaded or left out. Dollars: each request's tokens at its own price per input
+token (contextsim.analysis.impact.input_prices), summed over the run."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+from itertools import accumulate
+
+from contextsim.analysis.impact import input_prices
+from contextsim.counting.skeleton import KIND_INDEX
+from contextsim.engine.simulate import Simulation
+from contextsim.truth.costs import Prices
+
+DEFINITIONS = "(tool definitions)"
+"""The row of the tool definitions the log holds (a capture's, an OpenAI log's)."""
+UNNAMED = "(unnamed tool)"
+"""The row of results whose call the log does not name."""
+BUILT_IN = "built-in"
+"""The server row of the tools that are not an MCP server's."""
+
+
+def mcp_server(tool: str) -> str:
+    """The MCP server of a tool named the way Claude Code and the Agent SDK name them
+    (mcp__<server>__<tool>), else BUILT_IN."""
+    if tool.startswith("mcp__") and "__" in tool[5:]:
+        return tool[5:].split("__", 1)[0]
+    return BUILT_IN
+
+
+@dataclass(frozen=True, slots=True)
+class ToolShare:
+    """One tool's (or one server's) part: `messages` holding its results,
+    `step_tokens` of its results and calls' arguments in the request asked about,
+    `run_tokens` of them sent over every request of the run (`arguments` of which are
+    its calls') and their `dollars`."""
+
+    name: str
+    server: str
+    messages: int
+    step_tokens: int
+    run_tokens: int
+    dollars: float
+    calls: int = 0
+    arguments: int = 0
+
+
+class _Sums:
+    """One tool's messages and prefix sums of what they send kept, and what clearing
+    and offloading each saves (estimator tokens, a share of each message)."""
+
+    def __init__(self) -> None:
+        self.at: list[int] = []
+        self.raw: list[float] = []
+        self.clear_save: list[float] = []
+        self.off_save: list[float] = []
+
+    def add(self, i: int, raw: float, clear_save: float, off_save: float) -> None:
+        self.at.append(i)
+        self.raw.append(raw)
+        self.clear_save.append(clear_save)
+        self.off_save.append(off_save)
+
+    def freeze(self) -> None:
+        self.raw = [0.0, *accumulate(self.raw)]
+        self.clear_save = [0.0, *accumulate(self.clear_save)]
+        self.off_save = [0.0, *accumulate(self.off_save)]
+
+    def _between(self, sums: list[float], a: int, b: int) -> float:
+        return sums[bisect_left(self.at, b)] - sums[bisect_left(self.at, a)]
+
+    def sent(self, ranges: tuple[tuple[int, int], ...], clear_before: int) -> float:
+        total = 0.0
+        for a, b in ranges:
+            total += self._between(self.raw, a, b) - self._between(self.off_save, a, b)
+            total -= self._between(self.clear_save, a, max(min(b, clear_before), a))
+        return total
+
+
+def tool_breakdown(sim: Simulation, prices: Prices, step: int | None = None) -> list[ToolShare]:
+    """Each tool's part of the run (and of request `step` when given), the largest
+    over the run first; the tool definitions the log holds are a row of their own."""
+    sk = sim.skeleton
+    acct = sim.accountant
+    statics = sim.statics
+    tools_kind = KIND_INDEX["tools"]
+    sums: dict[tuple[str, bool], _Sums] = {}
+    messages: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    cleared = statics.cleared_tokens
+    offload = statics.offload_tokens or [0] * sk.size
+    clearable, offloaded = acct.clearable, acct.offloaded
+    for i, (called, sizes) in enumerate(zip(sk.call_names, sk.argument_tokens, strict=False)):
+        for name, size in zip(called, sizes, strict=False):
+            # Left out with its message when that is cleared or offloaded.
+            saved = size if clearable[i] else 0
+            sums.setdefault((name, True), _Sums()).add(i, size, saved, size if offloaded[i] else 0)
+            calls[name] = calls.get(name, 0) + 1
+    for i, (count, kind) in enumerate(zip(sk.result_count, sk.kinds, strict=True)):
+        if kind == tools_kind:
+            owners = [DEFINITIONS]
+        elif count:
+            owners = sk.tool_names[i].split(",") if sk.tool_names[i] else [UNNAMED]
+        else:
+            continue
+        tokens = sk.tokens[i]
+        clear_save = max(tokens - cleared[i], 0) if clearable[i] else 0
+        off_save = max(tokens - offload[i], 0) if offloaded[i] else 0
+        share = len(owners)
+        for name in owners:
+            sums.setdefault((name, False), _Sums()).add(
+                i, tokens / share, clear_save / share, off_save / share
+            )
+            messages[name] = messages.get(name, 0) + 1
+    if not sums:
+        return []
+    for s in sums.values():
+        s.freeze()
+    rec = sim.reconciliation
+    scale = rec.scale if rec is not None else 1.0
+    per_input = input_prices(sim, prices)
+    run_tokens = dict.fromkeys(sums, 0.0)
+    dollars = dict.fromkeys(sums, 0.0)
+    at_step = dict.fromkeys(sums, 0.0)
+    for r in sim.records:
+        ranges = acct.ranges(r.plan)
+        for key, s in sums.items():
+            sent = scale * s.sent(ranges, r.plan.clear_before)
+            run_tokens[key] += sent
+            dollars[key] += sent * per_input[r.step]
+            if r.step == step:
+                at_step[key] = sent
+
+    def both(table: dict[tuple[str, bool], float], name: str) -> float:
+        return table.get((name, False), 0.0) + table.get((name, True), 0.0)
+
+    names = list(dict.fromkeys(name for name, _ in sums))
+    shares = [
+        ToolShare(
+            name,
+            "" if name in (DEFINITIONS, UNNAMED) else mcp_server(name),
+            messages.get(name, 0),
+            round(both(at_step, name)),
+            round(both(run_tokens, name)),
+            both(dollars, name),
+            calls.get(name, 0),
+            round(run_tokens.get((name, True), 0.0)),
+        )
+        for name in names
+    ]
+    return sorted(shares, key=lambda t: (-t.run_tokens, t.name))
+
+
+def by_server(shares: list[ToolShare]) -> list[ToolShare]:
+    """The tools' parts summed per MCP server (the built-in tools as one row), the
+    largest first; the definitions and unnamed rows are left out."""
+    found: dict[str, list[ToolShare]] = {}
+    for t in shares:
+        if t.server:
+            found.setdefault(t.server, []).append(t)
+    rows = [
+        ToolShare(
+            server,
+            server,
+            sum(t.messages for t in ts),
+            sum(t.step_tokens for t in ts),
+            sum(t.run_tokens for t in ts),
+            sum(t.dollars for t in ts),
+            sum(t.calls for t in ts),
+            sum(t.arguments for t in ts),
+        )
+        for server, ts in found.items()
+    ]
+    return sorted(rows, key=lambda t: (-t.run_tokens, t.name))
