@@ -88,25 +88,29 @@ class _Sums:
         return total
 
 
-def tool_breakdown(sim: Simulation, prices: Prices, step: int | None = None) -> list[ToolShare]:
+def tool_breakdown(
+    sim: Simulation, prices: Prices, step: int | None = None, *, calls: bool = True
+) -> list[ToolShare]:
     """Each tool's part of the run (and of request `step` when given), the largest
-    over the run first; the tool definitions the log holds are a row of their own."""
+    over the run first; the tool definitions the log holds are a row of their own.
+    Without `calls`, only results and definitions (not the calls' arguments)."""
     sk = sim.skeleton
     acct = sim.accountant
     statics = sim.statics
     tools_kind = KIND_INDEX["tools"]
     sums: dict[tuple[str, bool], _Sums] = {}
     messages: dict[str, int] = {}
-    calls: dict[str, int] = {}
+    called: dict[str, int] = {}
     cleared = statics.cleared_tokens
     offload = statics.offload_tokens or [0] * sk.size
     clearable, offloaded = acct.clearable, acct.offloaded
-    for i, (called, sizes) in enumerate(zip(sk.call_names, sk.argument_tokens, strict=False)):
-        for name, size in zip(called, sizes, strict=False):
+    arguments = zip(sk.call_names, sk.argument_tokens, strict=False) if calls else iter(())
+    for i, (names, sizes) in enumerate(arguments):
+        for name, size in zip(names, sizes, strict=False):
             # Left out with its message when that is cleared or offloaded.
             saved = size if clearable[i] else 0
             sums.setdefault((name, True), _Sums()).add(i, size, saved, size if offloaded[i] else 0)
-            calls[name] = calls.get(name, 0) + 1
+            called[name] = called.get(name, 0) + 1
     for i, (count, kind) in enumerate(zip(sk.result_count, sk.kinds, strict=True)):
         if kind == tools_kind:
             owners = [DEFINITIONS]
@@ -145,7 +149,7 @@ def tool_breakdown(sim: Simulation, prices: Prices, step: int | None = None) -> 
     def both(table: dict[tuple[str, bool], float], name: str) -> float:
         return table.get((name, False), 0.0) + table.get((name, True), 0.0)
 
-    names = list(dict.fromkeys(name for name, _ in sums))
+    rows = list(dict.fromkeys(name for name, _ in sums))
     shares = [
         ToolShare(
             name,
@@ -154,10 +158,10 @@ def tool_breakdown(sim: Simulation, prices: Prices, step: int | None = None) -> 
             round(both(at_step, name)),
             round(both(run_tokens, name)),
             both(dollars, name),
-            calls.get(name, 0),
+            called.get(name, 0),
             round(run_tokens.get((name, True), 0.0)),
         )
-        for name in names
+        for name in rows
     ]
     return sorted(shares, key=lambda t: (-t.run_tokens, t.name))
 
