@@ -19,8 +19,8 @@ from contextsim.analysis.tool_usage import (
     tool_breakdown,
 )
 from contextsim.counting.builder import build
-from contextsim.counting.skeleton import KIND_INDEX
 from contextsim.counting.estimators import ESTIMATORS
+from contextsim.counting.skeleton import KIND_INDEX
 from contextsim.engine.simulate import simulate
 from contextsim.ingest.detect import parse_path
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart
