@@ -267,12 +267,19 @@ def test_a_long_request_pages_its_items_and_collapses_what_was_left_out(alice, a
     query = {"policy": "codex_auto_compact", "window": "9000", "estimator": "chars4"}
     last = long.request_count - 1
     page = get(alice_client, "step", long, last, **query).content.decode()
-    assert "showing 1\u2013200" in page and "showing 1\u20130" not in page
-    # The summarized history is one collapsed card, not one card per message.
+    # The summarized history is one collapsed card, not one card per message: the
+    # summary that was sent is on the first page with it.
     assert page.count('class="msg msg-group') == 1
     assert "messages not sent (summarized)" in page
-    later = get(alice_client, "step", long, last, **query, **{"from": "200"}).content.decode()
+    assert page.count('<span class="badge muted">summary</span>') == 1
+    assert "later →" not in page
+    # Under `none` every one of its 241 messages is a card of its own: 200 a page.
+    every = {"policy": "none", "estimator": "chars4"}
+    first = get(alice_client, "step", long, last, **every).content.decode()
+    assert "showing 1\u2013200" in first and "later →" in first and "← earlier" not in first
+    later = get(alice_client, "step", long, last, **every, **{"from": "200"}).content.decode()
     assert "← earlier" in later and "later →" not in later
+    assert "showing 201\u2013" in later
 
 
 def test_next_problem_includes_info_problems(alice_client, run):

@@ -18,7 +18,6 @@ from contextsim.engine.replay import measured_total
 from contextsim.engine.simulate import (
     REPLAY,
     Simulation,
-    compaction_steps,
     reconciliation,
     scored_on,
     simulate,
@@ -284,15 +283,23 @@ def figure(result: Analysis, run: Run | None = None) -> dict[str, Any]:
 
 
 def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict[str, Any]:
-    """What the step inspector shows: a page of the request's items, the composition of
-    the request, what changed since the previous one, where the cached prefix ends, and
-    the neighbouring steps and problems."""
+    """What the step inspector shows: a page of the request's items (cards: a run of
+    messages left out the same way is one card, so a compaction's summary follows the
+    history it replaced on the first page), the composition of the request (all the
+    provider counted: the unlogged part too), its compaction, what changed since the
+    previous one, where the cached prefix ends, and the neighbouring steps and
+    problems. `start` is the position of the page's first item."""
     sim = result.main
     record = sim.records[step]
-    items = trace.inspect_items(run, sim, step, 0, 10**9)
+    items = trace.inspect_items(run, sim, step, 0, 10**9, with_text=False)
     cached_until = _cached_until(items, sim.estimated_cached(step))
-    start = max(0, min(start, max(len(items) - INSPECT_PAGE, 0)))
-    page = trace.inspect_items(run, sim, step, start, INSPECT_PAGE)
+    every = item_rows(items, 0, cached_until)
+    found = next((n for n, row in enumerate(every) if row.position >= start), None)
+    first = found if found is not None else max(len(every) - INSPECT_PAGE, 0)
+    chosen = every[first : first + INSPECT_PAGE]
+    begin = chosen[0].position if chosen else 0
+    end = chosen[-1].position + len(chosen[-1].items) if chosen else 0
+    page = trace.inspect_items(run, sim, step, begin, end - begin)
     later = sorted(p.step for p in result.problems if p.step > step)
     kept = dict(zip(KINDS, sim.kept_by_kind(step), strict=True))
     changes: dict[str, int] = {}
@@ -302,6 +309,10 @@ def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict
             changes[key] = changes.get(key, 0) + 1
     response = sim.skeleton.responses[step]
     answer = trace.message_text(get_message(run, response).parts) if response is not None else None
+    rec = sim.reconciliation
+    scale = rec.scale if rec is not None else 1.0
+    tools, servers = tool_parts(result, step)
+    summary = _summary_item(items, set(sim.skeleton.summaries))
     return {
         "step": step,
         "record": record,
@@ -309,23 +320,45 @@ def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict
         "response_text": answer[:PREVIEW] if answer is not None else None,
         "response_cut": answer is not None and len(answer) > PREVIEW,
         "items": page,
-        "rows": item_rows(page, start, cached_until),
-        "item_start": start,
-        "item_end": start + len(page),
+        "rows": item_rows(page, begin, cached_until),
+        "item_start": begin,
+        "item_end": end,
         "item_count": len(items),
         "page_size": INSPECT_PAGE,
+        "earlier_from": every[max(first - INSPECT_PAGE, 0)].position if first else None,
+        "later_from": end if first + INSPECT_PAGE < len(every) else None,
         "cached_until": cached_until,
         "composition": sim.composition(step),
-        "kept": kept,
+        "kept": {k: round(scale * v) for k, v in kept.items()},
+        "scaled": {k: round(scale * v) for k, v in sim.composition(step).items()},
+        "unlogged": record.sent - round(scale * record.estimated) if rec is not None else 0,
+        "scaled_estimate": round(scale * record.estimated),
         "changes": changes,
         "step_problems": [p for p in result.problems if p.step == step],
-        "compaction_event": _compaction_event(sim, step),
+        "event": next((e for e in result.events if e.step == step), None),
+        "summary_row": summary,
+        "summary_tokens": items[summary].tokens if summary is not None else 0,
+        "summary_position": (
+            sum(i.disposition in "ts" for i in items[:summary]) if summary is not None else 0
+        ),
+        "step_tools": [t for t in tools if t.step_tokens],
+        "step_servers": [t for t in servers if t.step_tokens],
         "usage": sim.skeleton.usage[step],
         "previous_step": step - 1 if step > 0 else None,
         "next_step": step + 1 if step + 1 < len(sim.records) else None,
         "next_problem": later[0] if later else None,
         "permalink": result.state.query(),
     }
+
+
+def _summary_item(items: list[trace.InspectItem], summaries: set[int]) -> int | None:
+    """Position of the summary the request sends: the log's (a message that holds a
+    compaction's summary) or the one the policy inserts; None when it sends none."""
+    for position, item in enumerate(items):
+        logged = item.index is not None and item.index in summaries and item.disposition == "k"
+        if logged or (item.index is None and item.kind == "summary"):
+            return position
+    return None
 
 
 PREVIEW = 4_000
@@ -381,20 +414,6 @@ def item_rows(page: list[trace.InspectItem], start: int, cached_until: int) -> l
         rows.append(ItemRow(page[i:j], position, position == cached_until))
         i = j
     return rows
-
-
-def _compaction_event(sim: Simulation, step: int) -> str:
-    """What the log says happened just before this request, if it compacted there."""
-    if step not in compaction_steps(sim.skeleton):
-        return ""
-    before = sim.records[step - 1].measured if step else None
-    after = sim.records[step].measured
-    text = "the agent compacted its conversation before this request"
-    if before is not None and after is not None:
-        text += f": {before:,} tokens measured before, {after:,} after"
-    if sim.policy != REPLAY:
-        text += f" ({sim.policy} simulates the full history instead)"
-    return text
 
 
 _WORDS = {"k": "kept", "c": "cleared", "t": "truncated", "s": "summarized", "o": "offloaded"}

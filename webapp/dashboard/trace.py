@@ -200,10 +200,10 @@ NOTE_TEXT = {
 
 
 def inspect_items(
-    run: Run, sim: Simulation, step: int, start: int, count: int
+    run: Run, sim: Simulation, step: int, start: int, count: int, *, with_text: bool = True
 ) -> list[InspectItem]:
     """Items [start, start + count) of the request at `step`, with what changed since the
-    previous request."""
+    previous request; without `with_text`, their texts are "" and no message is read."""
     texts = POLICIES[sim.policy].replacements(sim.params)
     elided = {e["message"]: e["text"] for e in run.elisions} if sim.policy == REPLAY else {}
     # A gap the policy puts nothing in (as_logged: the log's own summary is a message of
@@ -211,7 +211,7 @@ def inspect_items(
     items = [i for i in explain(sim, step) if i.index is not None or i.tokens or texts]
     previous = {i.index: _state(i) for i in explain(sim, step - 1)} if step else {}
     shown = items[start : start + count]
-    wanted = [i.index for i in shown if i.index is not None]
+    wanted = [i.index for i in shown if i.index is not None] if with_text else []
     parts = dict(Message.objects.filter(run=run, index__in=wanted).values_list("index", "parts"))
     out = []
     for item in shown:

@@ -25,24 +25,27 @@ MAX_MARKED = 200
 DETAIL_CHARS = 200
 """Characters of a problem's detail in its marker's hover text (the table has it all)."""
 
-# Okabe-Ito, a palette that stays distinct for the common forms of colour blindness.
+# Each layer at least 3:1 against the white plot (WCAG 1.4.11, non-text contrast), hues
+# kept apart for the common forms of colour blindness (after Okabe-Ito, darkened).
 KIND_COLOURS = {
     "tools": "#555555",
     "system": "#000000",
-    "user": "#56B4E9",
-    "assistant": "#009E73",
-    "tool_call": "#0072B2",
-    "tool_result": "#999999",
-    "thinking": "#8FD3B8",
+    "user": "#2C7FB8",
+    "assistant": "#008060",
+    "tool_call": "#6A3D9A",
+    "tool_result": "#767676",
+    "thinking": "#5E8C31",
 }
 DISPOSITION_COLOURS = {
-    "cleared": "#E69F00",
-    "summary": "#CC79A7",
-    "offloaded": "#F0E442",
-    "notes": "#D55E00",
+    "cleared": "#B07800",
+    "summary": "#B0407F",
+    "offloaded": "#8C7A00",
+    "notes": "#C2410C",
 }
 SHOWN_KINDS = ("tools", "system", "user", "assistant", "thinking", "tool_call", "tool_result")
-UNLOGGED_COLOUR = "#D9D9D9"
+UNLOGGED_COLOUR = "#949494"
+MEASURED_COLOUR = "#000000"
+PLOT_BACKGROUND = "#FFFFFF"
 
 
 def plain(text: str) -> str:
@@ -103,7 +106,9 @@ def composition_figure(
     full = [rec.tokens(r.full) if rec is not None else r.full for r in records]
     traces.append(line("full history (none)", steps, full, "#444", "dot"))
     if any(r.measured is not None for r in records):
-        traces.append(line("measured", steps, [r.measured for r in records], "#7B3294", "solid"))
+        traces.append(
+            line("measured", steps, [r.measured for r in records], MEASURED_COLOUR, "solid")
+        )
     if other is not None:
         ys = [other.records[k].sent for k in steps]
         traces.append(line(f"sent by {other.policy}", steps, ys, "#E7298A", "dash"))
@@ -209,7 +214,7 @@ def _compactions(sim: Simulation) -> dict[str, Any] | None:
         "x": steps,
         "y": [records[k].measured or records[k].sent for k in steps],
         "text": texts,
-        "marker": {"symbol": "diamond", "size": 12, "color": "#CC79A7", "line": {"width": 1}},
+        "marker": {"symbol": "diamond", "size": 12, "color": "#B0407F", "line": {"width": 1}},
         "hovertemplate": "step %{x}<br>%{text}<extra></extra>",
     }
 
@@ -221,6 +226,8 @@ def _layout(sim: Simulation, top: int) -> dict[str, Any]:
     if top and sim.budget > 3 * top:
         return {
             "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+            "plot_bgcolor": PLOT_BACKGROUND,
+            "paper_bgcolor": PLOT_BACKGROUND,
             "hovermode": "closest",
             "legend": legend_below(),
             "xaxis": axis("request (step)", rangemode="tozero"),
@@ -240,6 +247,8 @@ def _layout(sim: Simulation, top: int) -> dict[str, Any]:
         }
     return {
         "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+        "plot_bgcolor": PLOT_BACKGROUND,
+        "paper_bgcolor": PLOT_BACKGROUND,
         "hovermode": "closest",
         "legend": legend_below(),
         "xaxis": axis("request (step)", rangemode="tozero"),
