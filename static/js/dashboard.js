@@ -8,10 +8,15 @@
     var data = document.getElementById("figure-data");
     if (!box || !data || !window.Plotly) { return; }
     var figure = JSON.parse(data.textContent);
+    if (box.clientWidth < 600) { narrow(figure.layout); }
     window.Plotly.react(box, figure.data, figure.layout, {
       responsive: true, displaylogo: false, showSendToCloud: false,
       showEditInChartStudio: false, plotlyServerURL: "",
-      toImageButtonOptions: { format: "png", filename: "contextsim-composition" }
+      modeBarButtonsToRemove: ["toImage"],
+      modeBarButtonsToAdd: [{
+        name: "download-png", title: "Download as a PNG titled with the run, policy and estimator",
+        icon: window.Plotly.Icons.camera, click: function (gd) { savePng(gd); }
+      }]
     }).then(function () {
       box.dataset.drawn = "1";
       document.dispatchEvent(new CustomEvent("contextsim:chart-drawn"));
@@ -23,6 +28,37 @@
       var step = point.customdata !== undefined ? point.customdata : point.x;
       var base = box.dataset.stepUrl.replace(/0\/$/, step + "/");
       window.location.href = base + (box.dataset.query ? "?" + box.dataset.query : "");
+    });
+  }
+
+  // On a phone the plot keeps most of the box: small margins, a small legend, fewer
+  // ticks; a tap on it shows the step's values and opens the step (plotly_click).
+  function narrow(layout) {
+    layout.margin = { l: 48, r: 6, t: 24, b: 30 };
+    layout.font = Object.assign({}, layout.font, { size: 10 });
+    layout.legend = Object.assign({}, layout.legend, { font: { size: 9 }, itemwidth: 18, tracegroupgap: 0 });
+    if (layout.yaxis) { layout.yaxis.nticks = 6; }
+    if (layout.xaxis) { layout.xaxis.nticks = 6; }
+    (layout.annotations || []).forEach(function (a) { a.font = { size: 9 }; });
+  }
+
+  // The chart as a PNG, made here (nothing leaves the browser), with a title saying
+  // what it shows: the run, the policy and the estimator (the figure's meta.title).
+  function savePng(gd) {
+    var meta = gd.layout.meta || {};
+    var margin = Object.assign({}, gd.layout.margin, { t: 70 });
+    var layout = Object.assign({}, gd.layout, {
+      margin: margin, title: { text: meta.title || "", x: 0.01, xanchor: "left", font: { size: 15 } }
+    });
+    window.Plotly.toImage({ data: gd.data, layout: layout }, {
+      format: "png", width: gd.offsetWidth || 1000, height: (gd.offsetHeight || 450) + 40
+    }).then(function (url) {
+      var link = document.createElement("a");
+      link.href = url;
+      link.download = (meta.filename || "contextsim-composition") + ".png";
+      document.body.appendChild(link);
+      link.click();
+      link.remove();
     });
   }
 

@@ -270,7 +270,11 @@ def _borrowed(
 def figure(result: Analysis, run: Run | None = None) -> dict[str, Any]:
     """The composition chart; against time when the state asks for it (each step at the
     time its response began, as logged)."""
-    drawn = composition_figure(result.main, result.problems, result.other)
+    title = ""
+    if run is not None:
+        state = result.state
+        title = f"{run.title[:80]} · {state.policy} · {result.main.skeleton.estimator} tokens"
+    drawn = composition_figure(result.main, result.problems, result.other, result.events, title)
     if result.state.x_axis != "time" or run is None:
         return drawn
     responses = result.main.skeleton.responses

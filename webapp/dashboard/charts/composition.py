@@ -13,9 +13,10 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from contextsim.analysis.compactions import CompactionEvent
 from contextsim.analysis.problems import Problem
 from contextsim.engine.columns import columns
-from contextsim.engine.simulate import Simulation, compaction_steps
+from contextsim.engine.simulate import Simulation
 from contextsim.model import KINDS
 from webapp.dashboard.charts.axes import axis, legend_below
 
@@ -66,20 +67,31 @@ def sampled_steps(sim: Simulation, problems: list[Problem]) -> list[int]:
     return sorted(chosen)
 
 
+SEVERITY = {"error": 0, "warning": 1, "info": 2}
+
+
 def _marked(problems: list[Problem]) -> dict[int, Problem]:
-    """Each problem step's most severe problem (info left out), most severe first."""
+    """Each problem step's most severe problem, most severe first (a compaction is
+    marked as one, not as a problem)."""
     first: dict[int, Problem] = {}
-    for p in sorted((p for p in problems if p.severity != "info"), key=lambda p: p.severity):
+    shown = (p for p in problems if p.kind != "compacted")
+    for p in sorted(shown, key=lambda p: (SEVERITY.get(p.severity, 3), p.step)):
         first.setdefault(p.step, p)
     return first
 
 
 def composition_figure(
-    sim: Simulation, problems: list[Problem], other: Simulation | None = None
+    sim: Simulation,
+    problems: list[Problem],
+    other: Simulation | None = None,
+    events: Sequence[CompactionEvent] = (),
+    title: str = "",
 ) -> dict[str, Any]:
     """Per step: stacked sent tokens (kept by kind, then cleared notes, summaries,
     offload stubs, inserted notes); lines for the full history, measured usage and a
-    compared policy; the budget and hard limit; markers on problem steps."""
+    compared policy; the budget and hard limit; markers on problem steps and on the
+    compactions (`events`, each with its own hover text). `title` names the figure
+    when it is saved as an image (run, policy, estimator)."""
     steps = sampled_steps(sim, problems)
     records = [sim.records[k] for k in steps]
     kept = [sim.kept_by_kind(k) for k in steps]
@@ -113,11 +125,11 @@ def composition_figure(
         ys = [other.records[k].sent for k in steps]
         traces.append(line(f"sent by {other.policy}", steps, ys, "#E7298A", "dash"))
     traces.append(_markers(sim, problems))
-    compacted = _compactions(sim)
-    if compacted is not None:
-        traces.append(compacted)
+    if events:
+        traces.append(_compactions(sim, events))
     top = max((y or 0 for t in traces for y in t["y"]), default=0)
     layout = _layout(sim, top)
+    layout["meta"] = {"title": plain(title)}
     if len(steps) == 1:
         # One request draws no line and no area: show its values as points, centred.
         for trace in traces:
@@ -142,7 +154,7 @@ def _area(name: str, x: list[int], y: list[int], colour: str) -> dict[str, Any]:
         "stackgroup": "sent",
         "line": {"width": 0, "color": colour},
         "fillcolor": colour,
-        "hovertemplate": "step %{x}: %{y:,} tokens<extra>" + name + "</extra>",
+        "hovertemplate": "%{y:,} tokens<extra>" + name + "</extra>",
     }
 
 
@@ -156,7 +168,7 @@ def line(
         "x": x,
         "y": y,
         "line": {"color": colour, "width": 1.5, "dash": dash},
-        "hovertemplate": "step %{x}: %{y:,} tokens<extra>" + name + "</extra>",
+        "hovertemplate": "%{y:,} tokens<extra>" + name + "</extra>",
     }
 
 
@@ -168,7 +180,7 @@ def _markers(sim: Simulation, problems: list[Problem]) -> dict[str, Any]:
     # A short run's chart has every step: each problem step is marked as it is.
     cut = MAX_MARKED if len(sim.records) > MAX_POINTS else len(first)
     exact = list(first)[:cut]
-    texts = {k: plain(f"{first[k].kind}: {first[k].detail[:DETAIL_CHARS]}") for k in exact}
+    texts = {k: _wrapped(_problem_text(first[k])) for k in exact}
     size = -(-len(sim.records) // MAX_POINTS)
     rest: dict[int, list[int]] = {}
     for k in list(first)[cut:]:
@@ -189,34 +201,43 @@ def _markers(sim: Simulation, problems: list[Problem]) -> dict[str, Any]:
         "y": [sim.records[k].sent for k in xs],
         "text": [texts[k] for k in xs],
         "marker": {"symbol": "x", "size": 9, "color": "#D55E00"},
-        "hovertemplate": "step %{x}<br>%{text}<extra></extra>",
+        "hovertemplate": "%{text}<extra>problem</extra>",
     }
 
 
-def _compactions(sim: Simulation) -> dict[str, Any] | None:
-    """A marker on the first request after each compaction the log records, with the
-    measured context before and after it."""
-    steps = compaction_steps(sim.skeleton)
-    if not steps:
-        return None
+def _problem_text(p: Problem) -> str:
+    cost = f" (${p.dollars:,.2f})" if p.dollars else ""
+    return f"{p.kind}{cost}: {p.detail[:DETAIL_CHARS]}"
+
+
+def _compactions(sim: Simulation, events: Sequence[CompactionEvent]) -> dict[str, Any]:
+    """A marker on the first request after each compaction, its hover text saying what
+    set it off, the sizes before and after, the threshold and the window."""
     records = sim.records
-    texts = []
-    for k in steps:
-        before, after = records[k - 1].measured if k else None, records[k].measured
-        if before is not None and after is not None:
-            texts.append(f"logged compaction: {before:,} → {after:,} tokens measured")
-        else:
-            texts.append("logged compaction")
+    steps = [e.step for e in events]
     return {
         "type": "scatter",
         "mode": "markers",
-        "name": "logged compaction",
+        "name": "compaction",
         "x": steps,
         "y": [records[k].measured or records[k].sent for k in steps],
-        "text": texts,
+        "text": [_wrapped(e.explain()) for e in events],
         "marker": {"symbol": "diamond", "size": 12, "color": "#B0407F", "line": {"width": 1}},
-        "hovertemplate": "step %{x}<br>%{text}<extra></extra>",
+        "hovertemplate": "%{text}<extra>compaction</extra>",
     }
+
+
+def _wrapped(text: str, width: int = 70) -> str:
+    """Text from a log, escaped (plain) and broken into lines of about `width`
+    characters (a hover box is one line per <br>), so a long one stays on screen."""
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "<br>".join(plain(part) for part in [*lines, line])
 
 
 def _layout(sim: Simulation, top: int) -> dict[str, Any]:
@@ -228,7 +249,7 @@ def _layout(sim: Simulation, top: int) -> dict[str, Any]:
             "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
             "plot_bgcolor": PLOT_BACKGROUND,
             "paper_bgcolor": PLOT_BACKGROUND,
-            "hovermode": "closest",
+            "hovermode": "x unified",
             "legend": legend_below(),
             "xaxis": axis("request (step)", rangemode="tozero"),
             "yaxis": axis("tokens", range=[0, top * 1.15], tickformat=",d"),
@@ -249,7 +270,7 @@ def _layout(sim: Simulation, top: int) -> dict[str, Any]:
         "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
         "plot_bgcolor": PLOT_BACKGROUND,
         "paper_bgcolor": PLOT_BACKGROUND,
-        "hovermode": "closest",
+        "hovermode": "x unified",
         "legend": legend_below(),
         "xaxis": axis("request (step)", rangemode="tozero"),
         "yaxis": axis("tokens", rangemode="tozero", tickformat=",d"),
