@@ -114,6 +114,12 @@ class ImportJob(Job):
     again (its runs are linked instead) unless the person asked for it."""
     again = models.BooleanField(default=False)
     """Import even though the same file was imported before (the person asked)."""
+    recognised: models.ManyToManyField[Run, Any] = models.ManyToManyField(
+        "Run", blank=True, related_name="+"
+    )
+    """Stored runs the upload's runs turned out to be (the same sessions, imported
+    before: webapp.store.actions.twins): nothing imported twice, a longer copy's new
+    messages added to them."""
     stage = models.CharField(max_length=10, blank=True)
     """While running: "reading" the file, "writing" its messages, "finishing" (their
     skeletons); once its runs are shown, "indexing" their text for search, then

@@ -79,6 +79,8 @@ class Dashboard:
     page: int
     pages: int
     params: list[dict[str, Any]]
+    param_errors: dict[str, str]
+    """The policy parameters the query got wrong (left at their defaults), and why."""
     snippets: tuple[Snippet, ...]
     permalink: str
     baseline_query: str

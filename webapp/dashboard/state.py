@@ -5,6 +5,7 @@ shows is a function of (run, query string), so a copied URL reproduces the view.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -226,24 +227,76 @@ def form_values(query: QueryDict, defaults: dict[str, Any] | None = None) -> dic
     extra = ("compare", "reconcile", "overhead", "scale", "borrow", "x", "prices")
     values.update({k: str(query[k]) for k in (*DEFAULTS, *extra) if k in query})
     try:
-        values["slider_max"] = str(max(int(values["hard_limit"]), int(values["budget"])))
+        top = max(int(values["hard_limit"]), int(values["budget"]))
     except ValueError:
-        values["slider_max"] = str(defaults["hard_limit"])
+        top = int(str(defaults["hard_limit"]))
+    values["slider_max"] = str(top)
+    values["slider_step"] = str(slider_step(top))
     return values
 
 
-def param_controls(state: ViewState) -> list[dict[str, Any]]:
-    """The chosen policy's parameters as form controls: name, value, kind, help."""
+def slider_step(top: int) -> int:
+    """The budget slider's step for a range up to `top` tokens: about 200 stops over
+    it, at a round figure (1, 2 or 5 times a power of ten; at least 100)."""
+    raw = max(top / 200, 100.0)
+    power: int = 10 ** (len(str(int(raw))) - 1)
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+
+
+def param_of(policy: str, message: str) -> str:
+    """The parameter of `policy` a BadQuery's message is about ("" when none): the one
+    it opens with (after the policy's name), else the first it names."""
+    if policy not in POLICIES:
+        return ""
+    names = [f.name for f in param_fields(POLICIES[policy].Params)]
+    text = message.removeprefix(f"{policy}: ")
+    opening = [n for n in names if text.startswith(n)]
+    if opening:
+        return max(opening, key=len)
+    named = [(text.find(n), -len(n), n) for n in names if n in text]
+    return min(named)[2] if named else ""
+
+
+def _control_kind(hint: Any) -> tuple[str, bool]:
+    """The form control of a parameter's type: bool, int, float or text, and whether
+    it may be None (an empty field)."""
+    args = typing.get_args(hint)
+    optional = type(None) in args
+    if optional:
+        hint = next(a for a in args if a is not type(None))
+    if hint is bool:
+        return "bool", optional
+    if hint is int or hint is float:
+        return hint.__name__, optional
+    return "text", optional
+
+
+def param_controls(
+    state: ViewState,
+    errors: Mapping[str, str] | None = None,
+    typed: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """The chosen policy's parameters as form controls: name, value, kind (bool, int,
+    float or text), whether empty means none, the default, and the error of a value
+    that could not be used (`errors`; the control then shows what was `typed`)."""
+    errors = errors or {}
+    hints = typing.get_type_hints(POLICIES[state.policy].Params)
     out = []
     for f in param_fields(POLICIES[state.policy].Params):
         value = getattr(state.params, f.name)
-        kind = "bool" if isinstance(value, bool) else "text"
+        kind, optional = _control_kind(hints[f.name])
+        default = f.default if f.default is not dataclasses.MISSING else ""
+        shown = "" if value is None and kind != "text" else _text(value)
+        if f.name in errors and typed is not None:
+            shown = str(typed.get(f.name, shown))
         out.append(
             {
                 "name": f.name,
-                "value": _text(value),
+                "value": shown,
                 "kind": kind,
-                "default": _text(f.default if f.default is not dataclasses.MISSING else ""),
+                "optional": optional,
+                "default": "none" if default is None else _text(default),
+                "error": errors.get(f.name, ""),
             }
         )
     return out

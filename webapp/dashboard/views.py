@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 from dataclasses import replace
 
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django_htmx.http import push_url, trigger_client_event
@@ -55,12 +55,41 @@ def _frame(request: HtmxHttpRequest, public_id: str) -> Frame:
     )
 
 
-def _analysed(request: HtmxHttpRequest, frame: Frame, *, alone: bool = False) -> Analysis:
-    """The analysis the query asks for (the state's policy `alone`, for a page that
-    shows nothing else); raises viewstate.BadQuery naming what is wrong."""
-    state = viewstate.read_state(request.GET, frame.estimators, frame.defaults)
+def _analysed(
+    request: HtmxHttpRequest,
+    frame: Frame,
+    *,
+    alone: bool = False,
+    query: QueryDict | None = None,
+) -> Analysis:
+    """The analysis the query (the request's unless given) asks for (the state's
+    policy `alone`, for a page that shows nothing else); raises viewstate.BadQuery
+    naming what is wrong."""
+    query = request.GET if query is None else query
+    state = viewstate.read_state(query, frame.estimators, frame.defaults)
     lender = _lender(request, state.borrow)
     return analysis.analyse(frame.run, state, frame.estimators, lender, alone=alone)
+
+
+def _leniently(
+    request: HtmxHttpRequest, frame: Frame, error: viewstate.BadQuery
+) -> tuple[Analysis, dict[str, str]] | None:
+    """The analysis with each policy parameter the query got wrong left at its
+    default, and what was wrong with each (shown on its control); None when what is
+    wrong is not one of the policy's parameters."""
+    query = request.GET.copy()
+    errors: dict[str, str] = {}
+    policy = query.get("policy", "")
+    while True:
+        field = viewstate.param_of(policy, str(error))
+        if not field or field not in query or field in errors:
+            return None
+        errors[field] = str(error).removeprefix(f"{policy}: ")
+        del query[field]
+        try:
+            return _analysed(request, frame, query=query), errors
+        except viewstate.BadQuery as again:
+            error = again
 
 
 def _lender(request: HtmxHttpRequest, public_id: str) -> Run | None:
@@ -76,12 +105,16 @@ def _lender(request: HtmxHttpRequest, public_id: str) -> Run | None:
 @require_GET
 def run_dashboard(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
     frame = _frame(request, public_id)
+    errors: dict[str, str] = {}
     try:
         result = _analysed(request, frame)
     except viewstate.BadQuery as exc:
-        return render(
-            request, _template(request), {**context(frame), "error": str(exc)}, status=400
-        )
+        lenient = _leniently(request, frame, exc)
+        if lenient is None:
+            return render(
+                request, _template(request), {**context(frame), "error": str(exc)}, status=400
+            )
+        result, errors = lenient
     state = result.state
     kind = request.GET.get("problem", "")
     pages = -(-len(result.main.records) // trace.PAGE)
@@ -125,12 +158,18 @@ def run_dashboard(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
         table_query=_table_query(result.state.query(), sort, descending),
         page=page,
         pages=pages,
-        params=viewstate.param_controls(state),
+        params=viewstate.param_controls(state, errors, request.GET),
+        param_errors=errors,
         snippets=agent_config.snippets(run, state),
         permalink=state.query(),
         baseline_query=replace(state, policy=REPLAY, params=POLICIES[REPLAY].Params()).query(),
     )
-    response = render(request, _template(request), {**context(frame), **context(shown)})
+    response = render(
+        request,
+        _template(request),
+        {**context(frame), **context(shown)},
+        status=400 if errors else 200,
+    )
     if request.htmx:
         push_canonical(request, response, shown.permalink)
     return response

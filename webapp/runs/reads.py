@@ -174,11 +174,15 @@ def run_groups(runs: list[Run]) -> list[tuple[str, list[Run]]]:
 
 def lenders(user: User | AnonymousUser, run: Run) -> list[Run]:
     """Runs of the same model the user may see whose usage was measured (at most 30,
-    newest first): a run without usage can borrow their reconciliation."""
+    the most measured requests first): a run without usage can borrow their
+    reconciliation. A compaction request is no lender: its one request is a summary
+    prompt, not the agent's, and fits nothing else."""
     if not run.model:
         return []
-    found = visible_runs(user).filter(model=run.model, requests_with_usage__gte=1)
-    return list(found.exclude(pk=run.pk).order_by("-created")[:30])
+    found = visible_runs(user).filter(
+        model=run.model, requests_with_usage__gte=1, compaction_request=False
+    )
+    return list(found.exclude(pk=run.pk).order_by("-requests_with_usage", "-created")[:30])
 
 
 def has_times(run: Run) -> bool:

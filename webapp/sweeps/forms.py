@@ -8,8 +8,32 @@ from django import forms
 
 from contextsim.analysis.sweep import SweepError, grid, parse_budgets, parse_settings
 from contextsim.counting.estimators import DEFAULT
-from contextsim.engine.simulate import MAX_TOKENS
-from contextsim.registry import POLICIES
+from contextsim.engine.simulate import MAX_TOKENS, REPLAY
+from contextsim.registry import POLICIES, SYSTEM_POLICIES
+from contextsim.truth.prices import default_limits
+from webapp.models import Run
+
+GENERAL = ("turns", "mythex")
+"""The policies a sweep starts from when its runs' systems have none of their own."""
+SHARES = (0.5, 0.65, 0.8, 1.0)
+"""The budgets a sweep starts from, as shares of its runs' window."""
+
+
+def suggested_grid(runs: list[Run]) -> dict[str, Any]:
+    """What the form starts with for these runs: what was sent (as_logged) and the
+    mechanisms their own systems have (e.g. Claude Code's auto-compaction for a Claude
+    Code session; GENERAL when they have none), budgets at SHARES of the largest window
+    among them and that window as the hard limit; {} for no run (the form's defaults)."""
+    if not runs:
+        return {}
+    own = dict.fromkeys(p for r in runs for p in SYSTEM_POLICIES.get(r.format, ()))
+    window = max(default_limits(r.model, r.context_window)[0] for r in runs)
+    budgets = sorted({max(int(round(window * share, -3)), 1_000) for share in SHARES})
+    return {
+        "policies": [REPLAY, *(own or GENERAL)],
+        "budgets": " ".join(str(b) for b in budgets),
+        "hard_limit": window,
+    }
 
 
 class SweepForm(forms.Form):

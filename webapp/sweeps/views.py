@@ -17,7 +17,7 @@ from webapp.runs import reads as runs
 from webapp.sweeps import reads as sweep_selectors
 from webapp.sweeps import services as sweeps
 from webapp.sweeps.charts import sweep_figures
-from webapp.sweeps.forms import SweepForm
+from webapp.sweeps.forms import SweepForm, suggested_grid
 from webapp.sweeps.frontier import frontier_figures
 
 
@@ -56,7 +56,11 @@ def new_sweep(request: SignedInRequest) -> HttpResponse:
                 return redirect("sweep", sweep.public_id)
         status = 400
     else:
-        initial = {"runs": runs.preselected_runs(found, request.GET)}
+        chosen_ids = runs.preselected_runs(found, request.GET)
+        initial = {
+            "runs": chosen_ids,
+            **suggested_grid([r for r in found if r.public_id in set(chosen_ids)]),
+        }
         form = SweepForm(initial=initial, runs=choices, estimators=names)
         status = 200
     groups = runs.run_groups(found)

@@ -22,7 +22,7 @@ from contextsim.ingest.detect import parse_stream, pieces_of
 from webapp.jobs import services as jobs
 from webapp.models import ImportJob, Run, Upload
 from webapp.runtime import checkpoints
-from webapp.store.actions import derivation, saving
+from webapp.store.actions import derivation, saving, twins
 from webapp.store.actions import rows as message_rows
 
 logger = logging.getLogger(__name__)
@@ -159,7 +159,7 @@ def _write(
     if end is None or not end.runs:
         raise FormatError(upload.original_name, "", "the file holds no conversation")
     _progress(job, "finishing", written, written)
-    shown = []
+    filled = []
     for number, facts in end.runs:
         filling = fillings.get(number)
         if filling is None:  # a run without messages
@@ -168,8 +168,11 @@ def _write(
             )
             filling = saving.Filling(staged[-1])
         filling.finish(facts)
-        shown.append(filling.stored)
-    found = {"format": end.format[:30], "warnings": list(end.warnings)}
+        filled.append(filling.stored)
+    # One session is one run: a copy of one imported before is recognised, not shown.
+    new, recognised = (filled, []) if job.again else twins.do_settle_twins(filled)
+    told = [r.describe(upload.original_name) for r in recognised]
+    found = {"format": end.format[:30], "warnings": [*end.warnings, *told]}
     with transaction.atomic():
         jobs.record(
             ImportJob,
@@ -180,7 +183,8 @@ def _write(
             shown=timezone.now(),
             **found,
         )
-        return saving.do_publish_runs(shown, upload.owner)
+        job.recognised.add(*(r.stored for r in recognised))
+        return saving.do_publish_runs(new, upload.owner)
 
 
 def _index(job: ImportJob, shown: list[Run], hold: jobs.Hold) -> None:

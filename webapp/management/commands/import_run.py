@@ -76,5 +76,10 @@ class Command(BaseCommand):
                     f"{name}: {job.format}: {run.title} ({run.request_count} requests) "
                     f"/runs/{run.public_id}/"
                 )
+            for run in job.recognised.all():
+                self.stdout.write(
+                    f"{name}: {job.format}: {run.title} ({run.request_count} requests, "
+                    f"imported before) /runs/{run.public_id}/"
+                )
         if failed:
             raise CommandError(f"{failed} of {len(options['paths'])} file(s) not imported")
