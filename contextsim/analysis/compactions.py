@@ -12,6 +12,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from contextsim.analysis.problems import Problem
+from contextsim.counting.skeleton import Skeleton
+from contextsim.engine.policy import Policy, policy_trigger
 from contextsim.engine.simulate import REPLAY, Simulation, StepRecord, compaction_steps
 
 TRIGGERS = ("auto", "manual", "policy")
@@ -131,3 +134,25 @@ def _size(records: tuple[StepRecord, ...], step: int) -> int | None:
     """The request's measured size when logged, else what is sent."""
     r = records[step]
     return r.measured if r.measured is not None else r.sent
+
+
+def compaction_threshold(
+    policy: Policy, params: object, own: Policy | None, sk: Skeleton
+) -> Limit | None:
+    """The threshold shown beside a run's compactions: the simulated policy's when it
+    has one (what made a simulated compaction fire), else that of `own`, the run's own
+    system's compaction policy (registry.own_trigger) at its defaults (what made the
+    log's automatic compactions fire); None when neither says."""
+    found = policy_trigger(policy, sk, params)
+    if found is not None:
+        return Limit(*found)
+    if own is None:
+        return None
+    found = policy_trigger(own, sk, own.Params())
+    return None if found is None else Limit(found[0], f"{own.name} at its defaults: {found[1]}")
+
+
+def event_problem(event: CompactionEvent) -> Problem:
+    """A compaction as an entry of the problem list (information: it is where the
+    context changed, and the list is where a person looks for what happened)."""
+    return Problem(event.step, "compacted", "info", event.explain())

@@ -24,6 +24,20 @@ def load_runs(spec: str, format: str | None = None) -> tuple[tuple[Run, ...], li
     return parsed.runs, list(parsed.warnings)
 
 
+def problem_dict(p: Problem) -> dict[str, Any]:
+    """A problem as JSON: where, what, and what it cost (tokens, US dollars, how counted:
+    contextsim.analysis.impact)."""
+    return {
+        "step": p.step,
+        "kind": p.kind,
+        "severity": p.severity,
+        "detail": p.detail,
+        "cost_tokens": p.tokens,
+        "cost_usd": round(p.dollars, 6),
+        "cost_counted": p.impact,
+    }
+
+
 def simulation_summary(
     sim: Simulation, problems: list[Problem] | None, steps: bool
 ) -> dict[str, Any]:
@@ -48,10 +62,7 @@ def simulation_summary(
         "cost": round(totals.cost_sums[-1], 6),
         "completed": not totals.rejected_sums[-1],
         "stages": dict(totals.stage_counts),
-        "problems": [
-            {"step": p.step, "kind": p.kind, "severity": p.severity, "detail": p.detail}
-            for p in problems or ()
-        ],
+        "problems": [problem_dict(p) for p in problems or ()],
     }
     if steps:
         out["step_records"] = [

@@ -21,6 +21,13 @@ from dataclasses import replace
 from typing import Any
 
 from contextsim.analysis.estimator_report import compare_text, file_text, signed_error
+from contextsim.analysis.compactions import (
+    Limit,
+    compaction_events,
+    compaction_threshold,
+    event_problem,
+)
+from contextsim.analysis.impact import ranked
 from contextsim.analysis.problems import detect
 from contextsim.analysis.report import load_runs, readable, simulation_summary
 from contextsim.cli import export_config as export_command
@@ -34,7 +41,7 @@ from contextsim.ingest.base import FormatError
 from contextsim.ingest.captures import FORMAT as CAPTURED
 from contextsim.ingest.detect import IMPORTERS, parse_path
 from contextsim.model import Run, request_count
-from contextsim.registry import POLICIES
+from contextsim.registry import POLICIES, own_trigger
 from contextsim.truth.compaction_points import CompactionPoint, compaction_points, requests_of
 from contextsim.truth.costs import PRESETS, Prices
 from contextsim.truth.prices import (
@@ -44,6 +51,7 @@ from contextsim.truth.prices import (
     run_limits,
     run_measured_cost,
     unpriced_models,
+    window_source,
 )
 from contextsim.truth.reconcile import Reconciliation
 
@@ -112,6 +120,7 @@ def _simulate(args: argparse.Namespace) -> int:
         points = compaction_points(sk, [build(r, estimator) for r in requests_of(run, runs)])
         # A capture holds its requests whole: nothing unlogged to fit.
         rec = _reconciliation(args, sk, points, run.format == CAPTURED)
+        own = own_trigger(run.format)
         for name, params in configs:
             sim = simulate(
                 sk,
@@ -123,7 +132,12 @@ def _simulate(args: argparse.Namespace) -> int:
                 prices=prices,
                 reconcile=rec,
             )
-            summary = simulation_summary(sim, detect(sim, reference=ref), args.steps)
+            threshold = compaction_threshold(POLICIES[name], sim.params, own, sim.skeleton)
+            where = window_source(run.model, run.context_window, run.window_source)
+            window = Limit(hard_limit, "--hard-limit" if args.hard_limit else where)
+            events = compaction_events(sim, threshold, window)
+            found = [*detect(sim, reference=ref), *map(event_problem, events)]
+            summary = simulation_summary(sim, ranked(found, sim, prices), args.steps)
             summary["reconciliation"] = rec.to_dict() if rec is not None else None
             summary["measured_cost"] = run_measured_cost(run.model, sk.usage, prices)
             summary["prices"] = prices.label

@@ -3,21 +3,34 @@
 (function () {
   "use strict";
 
+  // One config for every draw: plotly.js compares configs by identity, and a new one
+  // (a new button object) at each of the several afterSettle events of one swap made
+  // it redraw from scratch while the last draw was still fitting its margins, forever.
+  var chartConfig = null;
+  function config() {
+    if (!chartConfig) {
+      chartConfig = {
+        responsive: true, displaylogo: false, showSendToCloud: false,
+        showEditInChartStudio: false, plotlyServerURL: "",
+        modeBarButtonsToRemove: ["toImage"],
+        modeBarButtonsToAdd: [{
+          name: "download-png", title: "Download as a PNG titled with the run, policy and estimator",
+          icon: window.Plotly.Icons.camera, click: function (gd) { savePng(gd); }
+        }]
+      };
+    }
+    return chartConfig;
+  }
+
   function drawChart() {
     var box = document.getElementById("chart");
     var data = document.getElementById("figure-data");
     if (!box || !data || !window.Plotly) { return; }
+    if (box.drawnFrom === data) { return; }  // drawn from this figure already
+    box.drawnFrom = data;
     var figure = JSON.parse(data.textContent);
-    if (box.clientWidth < 600) { narrow(figure.layout); }
-    window.Plotly.react(box, figure.data, figure.layout, {
-      responsive: true, displaylogo: false, showSendToCloud: false,
-      showEditInChartStudio: false, plotlyServerURL: "",
-      modeBarButtonsToRemove: ["toImage"],
-      modeBarButtonsToAdd: [{
-        name: "download-png", title: "Download as a PNG titled with the run, policy and estimator",
-        icon: window.Plotly.Icons.camera, click: function (gd) { savePng(gd); }
-      }]
-    }).then(function () {
+    if (window.matchMedia("(max-width: 640px)").matches) { narrow(figure.layout); }
+    window.Plotly.react(box, figure.data, figure.layout, config()).then(function () {
       box.dataset.drawn = "1";
       document.dispatchEvent(new CustomEvent("contextsim:chart-drawn"));
     });

@@ -106,8 +106,67 @@ def wait_until(page, expression: str, timeout: float = 15.0) -> None:  # type: i
     evaluates a string with eval inside the page, which the site's CSP forbids."""
     import time
 
+    from playwright.sync_api import Error
+
     end = time.monotonic() + timeout
-    while not page.evaluate(f"() => Boolean({expression})"):
+    while True:
+        try:
+            if page.evaluate(f"() => Boolean({expression})"):
+                return
+        except Error as exc:  # the page is being replaced (a navigation): ask the next
+            if "context was destroyed" not in str(exc):
+                raise
         if time.monotonic() > end:
             raise AssertionError(f"still false after {timeout} s: {expression}")
         page.wait_for_timeout(100)
+
+
+AXE_VERSION = "4.14.1"
+"""axe-core, the accessibility engine the browser tests run (from npm, never vendored)."""
+
+
+@pytest.fixture(scope="session")
+def axe_source() -> str:
+    """axe-core's script: from CONTEXTSIM_AXE, else installed by npm into .cache/ the
+    first time. Skipped with the reason where npm is missing, except in CI."""
+    import subprocess
+
+    given = os.environ.get("CONTEXTSIM_AXE")
+    root = Path(__file__).resolve().parents[2] / ".cache" / "axe"
+    script = Path(given) if given else root / "node_modules" / "axe-core" / "axe.min.js"
+    if not script.exists() and not given and shutil.which("npm"):
+        subprocess.run(
+            [
+                "npm",
+                "install",
+                "--silent",
+                "--no-audit",
+                "--no-fund",
+                "--prefix",
+                str(root),
+                f"axe-core@{AXE_VERSION}",
+            ],
+            check=False,
+            capture_output=True,
+            timeout=300,
+        )
+    if not script.exists():
+        message = f"axe-core not found at {script} (npm install axe-core@{AXE_VERSION})"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return script.read_text()
+
+
+def axe_violations(page, source: str, rules: list[str] | None = None) -> list[dict]:  # type: ignore[no-untyped-def]
+    """axe-core's violations on the page as shown (its script added to the page, which
+    the page's CSP allows only in a context made with bypass_csp)."""
+    page.add_script_tag(content=source)
+    options = {"runOnly": {"type": "rule", "values": rules}} if rules else {}
+    found: list[dict] = page.evaluate(
+        "async (options) => (await axe.run(document, options)).violations"
+        ".map(v => ({id: v.id, impact: v.impact, help: v.help,"
+        " nodes: v.nodes.map(n => n.target.join(' ') + ': ' + n.failureSummary)}))",
+        options,
+    )
+    return found

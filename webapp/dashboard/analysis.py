@@ -7,7 +7,13 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from contextsim.analysis.compactions import CompactionEvent, Limit, compaction_events
+from contextsim.analysis.compactions import (
+    CompactionEvent,
+    Limit,
+    compaction_events,
+    compaction_threshold,
+    event_problem,
+)
 from contextsim.analysis.impact import ranked
 from contextsim.analysis.problems import Problem, detect
 from contextsim.analysis.tool_usage import ToolShare, by_server, tool_breakdown
@@ -143,7 +149,10 @@ def analyse(
     cost = measured_total(sk, prices)
     unpriced = tuple(unpriced_models(run.model, sk.usage, prices))
     trigger = policy_trigger(POLICIES[state.policy], main.skeleton, main.params)
-    events = tuple(compaction_events(main, _threshold(run, main, trigger), _window(run, state)))
+    threshold = compaction_threshold(
+        POLICIES[state.policy], main.params, own_trigger(run.format), main.skeleton
+    )
+    events = tuple(compaction_events(main, threshold, _window(run, state)))
     problems = ranked([*detect(main), *map(event_problem, events)], main, prices)
     return Analysis(
         state,
@@ -162,31 +171,12 @@ def analyse(
     )
 
 
-def _threshold(run: Run, sim: Simulation, trigger: tuple[int, str] | None) -> Limit | None:
-    """The threshold beside a compaction: the state's policy's when it has one (what
-    made a simulated compaction fire), else the run's own system's (what made the
-    log's automatic compactions fire), at its default settings."""
-    if trigger is not None:
-        return Limit(*trigger)
-    own = own_trigger(run.format)
-    if own is None:
-        return None
-    found = policy_trigger(own, sim.skeleton, own.Params())
-    return None if found is None else Limit(found[0], f"{own.name} at its defaults: {found[1]}")
-
-
 def _window(run: Run, state: ViewState) -> Limit:
     """The hard limit of the state: the run's window and its source, unless set."""
     window, _, _ = default_limits(run.model, run.context_window)
     if state.hard_limit == window:
         return Limit(window, run.window_said)
     return Limit(state.hard_limit, "the hard limit set on this page")
-
-
-def event_problem(event: CompactionEvent) -> Problem:
-    """A compaction as an entry of the problem list (information: it is where the
-    context changed, and the list is where a person looks for what happened)."""
-    return Problem(event.step, "compacted", "info", event.explain())
 
 
 def run_reconciliation(
@@ -275,6 +265,8 @@ def figure(result: Analysis, run: Run | None = None) -> dict[str, Any]:
         state = result.state
         title = f"{run.title[:80]} · {state.policy} · {result.main.skeleton.estimator} tokens"
     drawn = composition_figure(result.main, result.problems, result.other, result.events, title)
+    if run is not None:
+        drawn["layout"]["meta"]["filename"] = f"contextsim-{run.public_id}-{result.state.policy}"
     if result.state.x_axis != "time" or run is None:
         return drawn
     responses = result.main.skeleton.responses

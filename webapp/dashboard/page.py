@@ -46,6 +46,9 @@ class Frame:
     defaults: dict[str, Any]
     estimators: dict[str, Estimator]
     lenders: list[Run]
+    share_token: str = ""
+    """For the owner of a run others cannot see: its newest share link's token, which
+    "copy link" copies a link with ("" when it has none: the link is private)."""
 
 
 @dataclass(frozen=True, slots=True)

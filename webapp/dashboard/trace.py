@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from contextsim.analysis.problems import Problem
+from contextsim.analysis.report import problem_dict
 from contextsim.engine.simulate import REPLAY, SentItem, Simulation, explain
 from contextsim.registry import POLICIES
 from webapp.models import Message, Run
@@ -333,10 +334,7 @@ def records_json(sim: Simulation, problems: list[Problem]) -> str:
             "hard_limit": sim.hard_limit,
             "estimator": sim.skeleton.estimator,
             "steps": [dict(zip(head, row, strict=True)) for row in body],
-            "problems": [
-                {"step": p.step, "kind": p.kind, "severity": p.severity, "detail": p.detail}
-                for p in problems
-            ],
+            "problems": [problem_dict(p) for p in problems],
         }
     )
 

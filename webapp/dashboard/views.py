@@ -17,6 +17,7 @@ from contextsim.analysis.report import simulation_summary
 from contextsim.engine.simulate import REPLAY
 from contextsim.registry import POLICIES
 from webapp.access import grants as share_grants
+from webapp.access import reads as share_reads
 from webapp.dashboard import agent_config, analysis, trace
 from webapp.dashboard import state as viewstate
 from webapp.dashboard.analysis import Analysis
@@ -52,6 +53,7 @@ def _frame(request: HtmxHttpRequest, public_id: str) -> Frame:
         defaults=defaults,
         estimators=estimators.estimators_for(request.user),
         lenders=runs.lenders(request.user, run),
+        share_token=share_reads.share_token(run) if owner and run.visibility != "public" else "",
     )
 
 
@@ -171,7 +173,15 @@ def run_dashboard(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
         status=400 if errors else 200,
     )
     if request.htmx:
-        push_canonical(request, response, shown.permalink)
+        # The URL says what is shown: the state, and the table's order, page and filter.
+        shown_query = QueryDict(shown.table_query, mutable=True)
+        if kind:
+            shown_query["problem"] = kind
+        if shown.problem_order:
+            shown_query["problems"] = "step"
+        if page > 1:
+            shown_query["page"] = str(page)
+        push_canonical(request, response, shown_query.urlencode())
     return response
 
 

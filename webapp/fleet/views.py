@@ -25,10 +25,11 @@ def collection(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
     choices = estimators.estimators_for(request.user)
     # The main run's model decides the defaults (its subagents run on its window).
     defaults = viewstate.defaults_for(members[0].model, members[0].context_window)
+    tree = sessions.session_tree(request.user, members)
     context: dict[str, object] = {
         "collection": found,
         "runs": members,
-        "tree": sessions.session_tree(request.user, members),
+        "tree": tree,
         "policies": POLICIES,
         "estimators": choices,
         "form": viewstate.form_values(request.GET, defaults),
@@ -48,7 +49,7 @@ def collection(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
             {
                 "state": state,
                 "fleet": fleet,
-                "figure": fleet_figure(fleet, state),
+                "figure": fleet_figure(fleet, state, sessions.start_steps(tree)),
                 "params": viewstate.param_controls(state),
                 "permalink": state.query(),
             }

@@ -142,3 +142,17 @@ def session_tree(user: User | AnonymousUser, members: list[Run]) -> list[TreeNod
     for root in roots:
         visit(root, 0)
     return out
+
+
+def start_steps(tree: list[TreeNode]) -> dict[int, int]:
+    """Per run of a session tree (by pk), the step of its session's main run at which
+    it began: 0 for a root, its parent's start plus the step whose call started it for
+    a subagent (0 more when the call is not in the log)."""
+    starts: dict[int, int] = {}
+    for node in tree:
+        began = node.started
+        if began is None:
+            starts[node.run.pk] = 0
+        else:
+            starts[node.run.pk] = starts.get(began.run.pk, 0) + began.step
+    return starts

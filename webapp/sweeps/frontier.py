@@ -51,8 +51,8 @@ def _trace(name: str, points: list[tuple[Config, Totals]], key: str, i: int) -> 
         "name": name,
         "x": [t.completed_runs for _, t in points],
         "y": values,
-        "text": [_short(c.budget) for c, _ in points],
-        "textposition": "top center",
+        "text": _labels(points, values),
+        "textposition": "top center" if i % 2 == 0 else "bottom center",
         "textfont": {"size": 10, "color": colour},
         "customdata": [[c.budget, t.runs] for c, t in points],
         "hovertemplate": f"{name}<br>budget %{{customdata[0]:,}}<br>%{{x}} of "
@@ -60,6 +60,27 @@ def _trace(name: str, points: list[tuple[Config, Totals]], key: str, i: int) -> 
         "line": {"color": colour, "width": 1.5},
         "marker": {"size": 8, "color": colour},
     }
+
+
+def _labels(points: list[tuple[Config, Totals]], values: list[float | int]) -> list[str]:
+    """Each point's budget label, but one label for points drawn at one place (the same
+    runs finished and a value within 3% of the series' range: they would print over
+    each other): "100k-400k" on the last of them, the others blank."""
+    top = max(values, default=0) - min(values, default=0) or 1
+    labels = [""] * len(points)
+    start = 0
+    for n in range(1, len(points) + 1):
+        same = (
+            n < len(points)
+            and points[n][1].completed_runs == points[start][1].completed_runs
+            and abs(values[n] - values[start]) <= 0.03 * top
+        )
+        if same:
+            continue
+        first, last = _short(points[start][0].budget), _short(points[n - 1][0].budget)
+        labels[n - 1] = first if first == last else f"{first}-{last}"
+        start = n
+    return labels
 
 
 def _short(tokens: int) -> str:

@@ -123,6 +123,9 @@ class _Builder:
             if "$set" in data:
                 continue
             kind = data.get("type")
+            if not isinstance(kind, str):
+                self.skipped[f"record type {str(kind)[:40]!r}"] += 1
+                continue
             if kind in UI_TYPES:
                 self.skipped[f"{kind} record"] += 1
                 continue

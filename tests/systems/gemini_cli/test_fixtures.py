@@ -13,6 +13,7 @@ from tests.systems.fixtures import imported, refused
         # per run: requests, with usage, largest context, compactions, tool calls
         ("document.json", [(2, 2, 9_500, 0, 1)], 1),  # two models: one warning
         ("document_kind.json", [(2, 2, 9_500, 0, 1)], 2),  # and an info record skipped
+        ("document_odd_type.json", [(2, 2, 9_500, 0, 1)], 2),  # a type that is a list: skipped
         ("recording.jsonl", [(2, 2, 9_500, 0, 1)], 2),  # g1 written twice: the last wins
     ],
 )

@@ -116,7 +116,7 @@ def composition_figure(
             label = {"cleared": "cleared (notes)", "offloaded": "offloaded (stubs)"}.get(key, key)
             traces.append(_area(label, steps, ys, colour))
     full = [rec.tokens(r.full) if rec is not None else r.full for r in records]
-    traces.append(line("full history (none)", steps, full, "#444", "dot"))
+    traces.append(line("full history (none)", steps, full, "#444444", "dot"))
     if any(r.measured is not None for r in records):
         traces.append(
             line("measured", steps, [r.measured for r in records], MEASURED_COLOUR, "solid")
