@@ -20,13 +20,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from contextsim.analysis.estimator_report import compare_text, file_text, signed_error
 from contextsim.analysis.compactions import (
     Limit,
     compaction_events,
     compaction_threshold,
     event_problem,
 )
+from contextsim.analysis.estimator_report import compare_text, file_text, signed_error
 from contextsim.analysis.impact import ranked
 from contextsim.analysis.problems import detect
 from contextsim.analysis.report import load_runs, readable, simulation_summary
