@@ -54,6 +54,8 @@ class ToolShare:
     dollars: float
     calls: int = 0
     arguments: int = 0
+    definitions: int = 0
+    """Tokens of its definition sent over the run (a capture holds them: split_definitions)."""
 
 
 class _Sums:
@@ -166,6 +168,34 @@ def tool_breakdown(
     return sorted(shares, key=lambda t: (-t.run_tokens, t.name))
 
 
+def split_definitions(shares: list[ToolShare], sizes: dict[str, int]) -> list[ToolShare]:
+    """The DEFINITIONS row shared out between the tools it defines, in proportion to
+    `sizes` (each tool's definition tokens, as the run's estimator counts them): each
+    tool's row gains its definition's tokens and dollars (a tool defined and never
+    called gets a row of its own). Without sizes, the shares as they are."""
+    whole = next((t for t in shares if t.name == DEFINITIONS), None)
+    total = sum(sizes.values())
+    if whole is None or not total:
+        return shares
+    rows = {t.name: t for t in shares if t.name != DEFINITIONS}
+    for name, size in sizes.items():
+        part = size / total
+        run_tokens = round(whole.run_tokens * part)
+        before = rows.get(name) or ToolShare(name, mcp_server(name), 0, 0, 0, 0.0)
+        rows[name] = ToolShare(
+            name,
+            before.server,
+            before.messages,
+            before.step_tokens + round(whole.step_tokens * part),
+            before.run_tokens + run_tokens,
+            before.dollars + whole.dollars * part,
+            before.calls,
+            before.arguments,
+            before.definitions + run_tokens,
+        )
+    return sorted(rows.values(), key=lambda t: (-t.run_tokens, t.name))
+
+
 def by_server(shares: list[ToolShare]) -> list[ToolShare]:
     """The tools' parts summed per MCP server (the built-in tools as one row), the
     largest first; the definitions and unnamed rows are left out."""
@@ -183,6 +213,7 @@ def by_server(shares: list[ToolShare]) -> list[ToolShare]:
             sum(t.dollars for t in ts),
             sum(t.calls for t in ts),
             sum(t.arguments for t in ts),
+            sum(t.definitions for t in ts),
         )
         for server, ts in found.items()
     ]

@@ -172,3 +172,20 @@ def test_tool_shares_follow_the_logs_own_text(path):
     )
     for name, count in chars.most_common(3):
         assert abs(shares.get(name, 0) / tokens - count / total) < 0.05, name
+
+
+def test_definitions_are_shared_out_by_tool_and_a_tool_never_called_gets_a_row():
+    from contextsim.analysis.tool_usage import DEFINITIONS, ToolShare, split_definitions
+
+    shares = [
+        ToolShare(DEFINITIONS, "", 1, 300, 3_000, 0.30),
+        ToolShare("Read", BUILT_IN, 2, 50, 500, 0.05, calls=2, arguments=20),
+    ]
+    rows = {t.name: t for t in split_definitions(shares, {"Read": 100, "mcp__gh__pr": 200})}
+    assert DEFINITIONS not in rows
+    assert rows["mcp__gh__pr"].definitions == 2_000 and rows["mcp__gh__pr"].server == "gh"
+    assert rows["mcp__gh__pr"].run_tokens == 2_000 and rows["mcp__gh__pr"].calls == 0
+    assert rows["Read"].definitions == 1_000 and rows["Read"].run_tokens == 1_500
+    assert rows["Read"].dollars == pytest.approx(0.05 + 0.10)
+    assert rows["Read"].step_tokens == 150
+    assert split_definitions(shares, {}) == shares

@@ -208,3 +208,27 @@ def test_the_copy_of_a_share_is_not_offered_to_other_readers(alice, client):
     page = get(client, "step", run, 3).content.decode()
     assert ">copy link<" in page and "copy share link" not in page
     assert User.objects.count() == 1
+
+
+CAPTURES = corpus_files("raw_api", "hanq_redacted_log-2026-06-15-09-15-50.jsonl")
+
+
+@pytest.mark.parametrize("path", CAPTURES)
+def test_a_captures_tool_definitions_are_shared_out_by_tool(alice, alice_client, path):
+    defined: set[str] = set()
+    for line in path.open("rb"):
+        body = json.loads(line).get("request", {}).get("body")
+        if isinstance(body, dict):
+            defined |= {t["name"] for t in body.get("tools") or [] if t.get("name")}
+    import_bytes(alice, path.name, path.read_bytes())
+    shown: set[str] = set()
+    for run in Run.objects.filter(format="capture"):
+        page = get(alice_client, "run", run, policy="as_logged").content.decode()
+        if 'id="tool-table"' not in page:
+            continue
+        table = page.split('id="tool-table"', 1)[1].split("</table>", 1)[0]
+        rows = re.findall(r"<tr><td><code>([^<]+)</code></td>(.*?)</tr>", table)
+        shown |= {name for name, cells in rows if "not logged" not in cells}
+        assert "(tool definitions)" not in {name for name, _ in rows}
+    # Every tool the requests defined, each with its definition's share.
+    assert defined and shown == defined

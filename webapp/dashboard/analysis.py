@@ -16,8 +16,8 @@ from contextsim.analysis.compactions import (
 )
 from contextsim.analysis.impact import ranked
 from contextsim.analysis.problems import Problem, detect
-from contextsim.analysis.tool_usage import ToolShare, by_server, tool_breakdown
-from contextsim.counting.estimators import ESTIMATORS, STAND_INS, Estimator
+from contextsim.analysis.tool_usage import ToolShare, by_server, split_definitions, tool_breakdown
+from contextsim.counting.estimators import DEFAULT, ESTIMATORS, STAND_INS, Estimator
 from contextsim.counting.skeleton import Skeleton
 from contextsim.engine.policy import policy_trigger
 from contextsim.engine.replay import measured_total
@@ -44,7 +44,7 @@ from webapp.dashboard import trace
 from webapp.dashboard.charts.composition import composition_figure
 from webapp.dashboard.charts.timeline import by_time
 from webapp.dashboard.state import BadQuery, ViewState
-from webapp.models import Run
+from webapp.models import Message, Run
 from webapp.runs.reads import get_message
 from webapp.store.reads import skeleton_of
 
@@ -77,12 +77,37 @@ class Analysis:
 
 
 def tool_parts(
-    result: Analysis, step: int | None = None
+    result: Analysis, step: int | None = None, run: Run | None = None
 ) -> tuple[list[ToolShare], list[ToolShare]]:
     """Each tool's part of what the run sent (and of request `step`), the largest
-    first, and the same by MCP server (analysis.tool_usage)."""
+    first, its definition's share included when the log holds the definitions (`run`'s
+    messages of kind "tools", a capture's), and the same by MCP server
+    (analysis.tool_usage)."""
     tools = tool_breakdown(result.main, result.prices or PRESETS["anthropic"], step)
+    if run is not None:
+        tools = split_definitions(tools, definition_sizes(run, result.main.skeleton.estimator))
     return tools, by_server(tools)
+
+
+DEFINED_MESSAGES = 50
+"""Messages of tool definitions read to share them out by tool (a capture holds one per
+request; their tools are the same but for a few)."""
+
+
+def definition_sizes(run: Run, estimator: str) -> dict[str, int]:
+    """Each tool's definition, in the estimator's tokens (a registered estimator; the
+    default one for a person's own), from the run's latest messages of tool
+    definitions (a tool defined in several keeps its largest)."""
+    counter = ESTIMATORS.get(estimator) or ESTIMATORS[DEFAULT]
+    rows = Message.objects.filter(run=run, kind="tools").order_by("-index")
+    sizes: dict[str, int] = {}
+    for parts in rows.values_list("parts", flat=True)[:DEFINED_MESSAGES]:
+        for part in parts:
+            if part.get("type") == "tool_spec" and part.get("name"):
+                name = str(part["name"])
+                size = counter.count(trace.part_text(part))
+                sizes[name] = max(sizes.get(name, 0), size)
+    return sizes
 
 
 def run_prices(run: Run, named: str = "") -> Prices:
@@ -307,7 +332,7 @@ def inspector_context(run: Run, result: Analysis, step: int, start: int) -> dict
     answer = trace.message_text(get_message(run, response).parts) if response is not None else None
     rec = sim.reconciliation
     scale = rec.scale if rec is not None else 1.0
-    tools, servers = tool_parts(result, step)
+    tools, servers = tool_parts(result, step, run)
     summary = _summary_item(items, set(sim.skeleton.summaries))
     return {
         "step": step,

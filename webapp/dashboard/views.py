@@ -128,7 +128,7 @@ def run_dashboard(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
     listed = [p for p in result.problems if not kind or p.kind == kind]
     if request.GET.get("problems") == "step":
         listed.sort(key=lambda p: p.step)
-    tools, servers = analysis.tool_parts(result)
+    tools, servers = analysis.tool_parts(result, run=frame.run)
     shown = Dashboard(
         state=state,
         result=result,
