@@ -24,10 +24,14 @@ def cards(page):
 def test_moving_the_budget_redraws_in_place_and_the_url_reproduces_the_view(page, run, chromium):
     open_dashboard(page, run)
     before = cards(page)
-    # The slider drives the number field it stands for.
-    page.locator("input[name=budget_slider]").fill("12000")
-    assert page.locator("input[name=budget]").input_value() == "12000"
-    page.wait_for_url(re.compile(r"\?budget=12000$"))
+    # The slider drives the number field it stands for, a 200th of its range a step.
+    slider = page.locator("input[name=budget_slider]")
+    step = int(slider.get_attribute("step"))
+    assert step * 150 <= int(slider.get_attribute("max")) <= step * 250
+    target = str(3 * step)
+    slider.fill(target)
+    assert page.locator("input[name=budget]").input_value() == target
+    page.wait_for_url(re.compile(rf"\?budget={target}$"))
     page.locator("#chart[data-drawn='1']").wait_for()
     before = cards(page)
     page.evaluate("document.getElementById('chart').dataset.drawn = ''")
@@ -137,18 +141,25 @@ def test_the_chart_after_an_in_place_change_looks_like_a_fresh_load_of_its_url(p
     assert differing_share(after, before) < 0.01
 
 
-def test_a_rejected_parameter_says_why_in_place_and_keeps_the_controls(page, run):
+def test_a_rejected_parameter_says_why_on_its_control_and_the_rest_is_drawn(page, run):
     open_dashboard(page, run, "?policy=mythex")
-    page.fill("#policy-params input[name=keep_fraction]", "abc")
+    page.fill("#policy-params input[name=keep_fraction]", "7")
     page.locator("#policy-params input[name=keep_fraction]").dispatch_event("change")
-    alert = page.locator("#analysis [role=alert]")
-    alert.wait_for()
-    assert "keep_fraction" in alert.inner_text()
-    # The parameter is still there to be corrected, and correcting it redraws the chart.
+    error = page.locator("#error-keep_fraction")
+    error.wait_for()
+    assert "keep_fraction must be in (0, 1]" in error.inner_text()
+    field = page.locator("#policy-params input[name=keep_fraction]")
+    assert field.get_attribute("aria-invalid") == "true" and field.input_value() == "7"
+    # The dashboard is still drawn, with that parameter at its default, and says so.
+    page.locator("#chart[data-drawn='1']").wait_for()
+    assert "its default" in page.locator("#param-errors").inner_text()
+    # Correcting it redraws the chart and the error goes.
     page.fill("#policy-params input[name=keep_fraction]", "0.25")
     page.locator("#policy-params input[name=keep_fraction]").dispatch_event("change")
+    page.locator("#error-keep_fraction").wait_for(state="detached")
     page.locator("#chart[data-drawn='1']").wait_for()
-    assert page.locator("#analysis [role=alert]").count() == 0
+    assert page.locator("#param-errors").count() == 0
+    assert page.locator("input[name=keep_fraction]").get_attribute("type") == "number"
 
 
 def test_a_timed_run_draws_against_time_and_switches_in_place(page):

@@ -14,6 +14,11 @@ def test_a_sweep_started_from_a_collection_shows_its_outcome_and_opens_cells(pag
     page.goto(f"{page.base}/runs/{fleet[0].public_id}/?estimator=chars4")
     page.click("text=sweep budgets and policies over the collection")
     assert page.locator("input[name=runs]:checked").count() == 3
+    # What was sent, and the seed's policies (these runs' system has none of its own).
+    checked = page.locator("input[name=policies]:checked")
+    values = sorted(checked.nth(i).get_attribute("value") for i in range(checked.count()))
+    assert values == ["as_logged", "mythex", "turns"]
+    page.uncheck("input[name=policies][value=as_logged]")
     page.fill("input[name=budgets]", "10000, 30000")
     page.fill("input[name=hard_limit]", "40000")
     page.select_option("select[name=estimator]", "chars4")
@@ -31,7 +36,16 @@ def test_a_sweep_started_from_a_collection_shows_its_outcome_and_opens_cells(pag
     assert sorted(legend) == ["mythex", "turns"]
     assert frontier.locator(".scatterlayer .trace").count() == 2
     labels = frontier.locator(".scatterlayer .textpoint").all_text_contents()
-    assert sorted(labels) == ["10k", "10k", "30k", "30k"]
+    # Each line's budgets are labelled (points drawn at one place share one label,
+    # "10k-30k"), and no label prints over another.
+    assert {b for label in labels for b in label.split("-")} == {"10k", "30k"}
+    boxes = frontier.locator(".scatterlayer .textpoint").evaluate_all(
+        "nodes => nodes.map(n => { const r = n.getBoundingClientRect();"
+        " return [r.left, r.top, r.right, r.bottom]; })"
+    )
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
     rows = page.locator("table.data").first.inner_text()
     assert re.search(r"turns\s+10,000\s+0 of 3", rows)
     assert re.search(r"mythex\s+10,000\s+3 of 3", rows)

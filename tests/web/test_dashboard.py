@@ -153,7 +153,7 @@ def test_message_text_returns_the_whole_message_escaped(alice_client, run):
     response = get(alice_client, "message-text", run, 9, htmx=True)
     assert response.status_code == 200
     body = response.content.decode()
-    assert body.startswith('<pre class="text">') and "&lt;b&gt;tag&lt;/b&gt;" in body
+    assert body.startswith('<pre class="text" tabindex="0">') and "&lt;b&gt;tag&lt;/b&gt;" in body
     assert len(body) > 4_000
 
 

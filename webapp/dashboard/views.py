@@ -14,6 +14,7 @@ from django_htmx.http import push_url, trigger_client_event
 
 from contextsim.analysis.problems import KINDS as PROBLEM_KINDS
 from contextsim.analysis.report import simulation_summary
+from contextsim.engine.policy import changed_params
 from contextsim.engine.simulate import REPLAY
 from contextsim.registry import POLICIES
 from webapp.access import grants as share_grants
@@ -289,7 +290,8 @@ def ledger(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
         result = _analysed(request, frame, alone=True)
     except viewstate.BadQuery as exc:
         return render(request, template, {**context(frame), "error": str(exc)}, status=400)
-    changed = [p for p in viewstate.param_controls(result.state) if p["value"] != p["default"]]
+    moved = changed_params(result.state.params)
+    changed = [p for p in viewstate.param_controls(result.state) if p["name"] in moved]
     page = {
         **context(frame),
         "state": result.state,
