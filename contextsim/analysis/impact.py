@@ -22,15 +22,12 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import replace
+from itertools import accumulate
 
 from contextsim.analysis.problems import Problem
 from contextsim.counting.estimators import MESSAGE_OVERHEAD
 from contextsim.engine.simulate import Simulation
 from contextsim.truth.costs import Prices, per_token
-
-CARRY_LIMIT = 2_000_000
-"""Steps x messages looked at to follow results carried on; past it a result is taken
-as sent until the end of the run (an upper bound, said in its text)."""
 
 _STREAK = re.compile(r"so are steps (\d+)-(\d+)")
 
@@ -60,7 +57,7 @@ def ranked(problems: list[Problem], sim: Simulation, prices: Prices) -> list[Pro
     first; problems of equal cost stay in step order."""
     per_input = input_prices(sim, prices)
     new, read, _ = per_token(prices)
-    carried = _Carried(sim)
+    carried = _Carried(sim, per_input)
     out = [_priced(p, sim, per_input, new - read, carried) for p in problems]
     return sorted(out, key=lambda p: -p.dollars)
 
@@ -116,13 +113,12 @@ def _priced(
         index = _result_at(sim, p.step, p.kind)
         if index is None:
             return p
-        tokens, dollars, bound = carried.cost(index, per_input)
+        tokens, dollars = carried.cost(index)
         return replace(
             p,
             tokens=tokens,
             dollars=dollars,
-            impact=f"{tokens:,} tokens sending the result again at later requests"
-            + (" (at most: a long run)" if bound else ""),
+            impact=f"{tokens:,} tokens sending the result again at later requests",
         )
     return p
 
@@ -139,26 +135,30 @@ def _result_at(sim: Simulation, step: int, kind: str) -> int | None:
 
 
 class _Carried:
-    """What sending one message again at every later request cost (provider tokens)."""
+    """What sending one message again at every later request cost (provider tokens).
 
-    def __init__(self, sim: Simulation):
+    A message a request leaves out (cleared, cut, summarized, offloaded) is not sent
+    again by a later one: what a policy removes stays removed (true of every policy
+    here, and of a log's own compactions). So the requests that send it again are a
+    stretch from the one after it arrived, found by bisection: O(log steps) each."""
+
+    def __init__(self, sim: Simulation, per_input: list[float]):
         self.sim = sim
         rec = sim.reconciliation
         self.scale = rec.scale if rec is not None else 1.0
-        self.looked = 0
+        self.paid = [0.0, *accumulate(per_input)]
 
-    def cost(self, index: int, per_input: list[float]) -> tuple[int, float, bool]:
+    def cost(self, index: int) -> tuple[int, float]:
         sim = self.sim
-        sk = sim.skeleton
+        sk, records, acct = sim.skeleton, sim.records, sim.accountant
         tokens = round(self.scale * sk.tokens[index])
-        first = bisect_right(sk.ends, index)
-        later = range(first + 1, len(sim.records))
-        total, dollars = 0, 0.0
-        bound = self.looked + len(later) > CARRY_LIMIT
-        for k in later:
-            if not bound and sim.accountant.disposition(sim.records[k].plan, index) != "k":
-                continue
-            total += tokens
-            dollars += tokens * per_input[k]
-        self.looked += len(later)
-        return total, dollars, bound
+        first = bisect_right(sk.ends, index) + 1  # the first request that sends it again
+        low, high = first, len(records)  # requests [first, high) send it
+        while low < high:
+            middle = (low + high) // 2
+            if acct.disposition(records[middle].plan, index) == "k":
+                low = middle + 1
+            else:
+                high = middle
+        again = max(low - first, 0)
+        return tokens * again, tokens * (self.paid[low] - self.paid[first]) if again else 0.0

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, compress, repeat
+from operator import add, eq, mul, or_, sub
 
 from contextsim.analysis.impact import input_prices
 from contextsim.counting.skeleton import KIND_INDEX
@@ -58,6 +59,11 @@ class ToolShare:
     """Tokens of its definition sent over the run (a capture holds them: split_definitions)."""
 
 
+DENSE_LIMIT = 20_000_000
+"""Messages x tools up to which each tool's positions are ranked in a table (a lookup
+per request) rather than by bisection (memory: about 8 bytes each)."""
+
+
 class _Sums:
     """One tool's messages and prefix sums of what they send kept, and what clearing
     and offloading each saves (estimator tokens, a share of each message)."""
@@ -79,15 +85,81 @@ class _Sums:
         self.clear_save = [0.0, *accumulate(self.clear_save)]
         self.off_save = [0.0, *accumulate(self.off_save)]
 
-    def _between(self, sums: list[float], a: int, b: int) -> float:
-        return sums[bisect_left(self.at, b)] - sums[bisect_left(self.at, a)]
+    def per_step(self, points: _Points) -> list[float]:
+        """What the tool's messages send at each request (estimator tokens), a column
+        at a time: positions are found by C-level maps, once per column of positions,
+        and the sums looked up there, not request by request."""
+        at = self.at
+        if points.size <= DENSE_LIMIT // max(points.tools, 1):
+            # The count of its messages before each position, made in C: a lookup each.
+            flags = bytearray(points.size + 1)
+            for i in at:
+                flags[i] = 1
+            rank = list(accumulate(flags, initial=0))
 
-    def sent(self, ranges: tuple[tuple[int, int], ...], clear_before: int) -> float:
-        total = 0.0
-        for a, b in ranges:
-            total += self._between(self.raw, a, b) - self._between(self.off_save, a, b)
-            total -= self._between(self.clear_save, a, max(min(b, clear_before), a))
+            def index(xs: list[int]) -> list[int]:
+                return list(map(rank.__getitem__, xs))
+
+        else:
+
+            def index(xs: list[int]) -> list[int]:
+                return list(map(bisect_left, repeat(at), xs))
+
+        def look(sums: list[float], found: list[int]) -> list[float]:
+            return list(map(sums.__getitem__, found))
+
+        end = index(points.end)
+        if points.whole:  # nothing left out anywhere: the history up to each end
+            total = look(self.raw, end)
+        else:
+            gs, ge = index(points.gap_start), index(points.gap_end)
+            total = list(
+                map(sub, map(add, look(self.raw, gs), look(self.raw, end)), look(self.raw, ge))
+            )
+        if self.off_save[-1]:
+            if points.whole:
+                total = list(map(sub, total, look(self.off_save, end)))
+            else:
+                off = map(
+                    sub,
+                    map(add, look(self.off_save, gs), look(self.off_save, end)),
+                    look(self.off_save, ge),
+                )
+                total = list(map(sub, total, off))
+        if self.clear_save[-1] and points.clears:
+            head, tail = index(points.head_clear), index(points.tail_clear)
+            middle = look(self.clear_save, ge) if not points.whole else look(self.clear_save, end)
+            cleared = map(
+                sub, map(add, look(self.clear_save, head), look(self.clear_save, tail)), middle
+            )
+            total = list(map(sub, total, cleared))
         return total
+
+
+class _Points:
+    """Per request, the message positions its sums are taken at: what it sends is
+    [0, gap_start) and [gap_end, end) (the same position twice when nothing is left
+    out), cleared up to clear_before in each."""
+
+    def __init__(self, sim: Simulation, tools: int) -> None:
+        self.size = sim.skeleton.size
+        self.tools = tools
+        plans = [r.plan for r in sim.records]
+        self.end = [p.end for p in plans]
+        gapped = [p.gap_end > p.gap_start for p in plans]
+        self.gap_start = [p.gap_start if g else p.end for p, g in zip(plans, gapped, strict=True)]
+        self.gap_end = [p.gap_end if g else p.end for p, g in zip(plans, gapped, strict=True)]
+        self.head_clear = [
+            max(min(s, p.clear_before), 0) for s, p in zip(self.gap_start, plans, strict=True)
+        ]
+        self.tail_clear = [
+            max(min(e, p.clear_before), g)
+            for e, g, p in zip(self.end, self.gap_end, plans, strict=True)
+        ]
+        self.whole = not any(gapped)
+        """No request leaves a span out."""
+        self.clears = any(p.clear_before for p in plans)
+        """Some request clears messages."""
 
 
 def tool_breakdown(
@@ -106,20 +178,20 @@ def tool_breakdown(
     cleared = statics.cleared_tokens
     offload = statics.offload_tokens or [0] * sk.size
     clearable, offloaded = acct.clearable, acct.offloaded
-    arguments = zip(sk.call_names, sk.argument_tokens, strict=False) if calls else iter(())
-    for i, (names, sizes) in enumerate(arguments):
-        for name, size in zip(names, sizes, strict=False):
+    callers = compress(range(len(sk.call_names)), sk.call_names) if calls else iter(())
+    for i in callers:
+        for name, size in zip(sk.call_names[i], sk.argument_tokens[i], strict=False):
             # Left out with its message when that is cleared or offloaded.
             saved = size if clearable[i] else 0
             sums.setdefault((name, True), _Sums()).add(i, size, saved, size if offloaded[i] else 0)
             called[name] = called.get(name, 0) + 1
-    for i, (count, kind) in enumerate(zip(sk.result_count, sk.kinds, strict=True)):
-        if kind == tools_kind:
+    # Only messages with results or definitions are visited (picked in C).
+    picked = map(or_, sk.result_count, map(eq, sk.kinds, repeat(tools_kind)))
+    for i in compress(range(sk.size), picked):
+        if sk.kinds[i] == tools_kind:
             owners = [DEFINITIONS]
-        elif count:
-            owners = sk.tool_names[i].split(",") if sk.tool_names[i] else [UNNAMED]
         else:
-            continue
+            owners = sk.tool_names[i].split(",") if sk.tool_names[i] else [UNNAMED]
         tokens = sk.tokens[i]
         clear_save = max(tokens - cleared[i], 0) if clearable[i] else 0
         off_save = max(tokens - offload[i], 0) if offloaded[i] else 0
@@ -137,16 +209,14 @@ def tool_breakdown(
     scale = rec.scale if rec is not None else 1.0
     per_input = input_prices(sim, prices)
     run_tokens = dict.fromkeys(sums, 0.0)
-    dollars = dict.fromkeys(sums, 0.0)
-    at_step = dict.fromkeys(sums, 0.0)
-    for r in sim.records:
-        ranges = acct.ranges(r.plan)
-        for key, s in sums.items():
-            sent = scale * s.sent(ranges, r.plan.clear_before)
-            run_tokens[key] += sent
-            dollars[key] += sent * per_input[r.step]
-            if r.step == step:
-                at_step[key] = sent
+    dollars: dict[tuple[str, bool], float] = {}
+    at_step: dict[tuple[str, bool], float] = {}
+    points = _Points(sim, len(sums))
+    for key, s in sums.items():
+        sent = s.per_step(points)
+        run_tokens[key] = scale * sum(sent)
+        dollars[key] = scale * sum(map(mul, sent, per_input))
+        at_step[key] = scale * sent[step] if step is not None else 0.0
 
     def both(table: dict[tuple[str, bool], float], name: str) -> float:
         return table.get((name, False), 0.0) + table.get((name, True), 0.0)
