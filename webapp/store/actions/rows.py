@@ -273,7 +273,7 @@ def storable(value: Any) -> Any:
     """`value` with NUL characters replaced by U+FFFD: PostgreSQL cannot store NUL in
     text or JSON, and logs of binary tool output do contain it. Counts are taken from
     the original text."""
-    if isinstance(value, dict | list) and "\\u0000" not in json.dumps(value):
+    if isinstance(value, dict | list | tuple) and "\\u0000" not in json.dumps(value):
         # Nearly always: one pass in C instead of a walk of every value in Python
         # (a large run's skeleton holds lists of hundreds of thousands of numbers).
         return value
@@ -285,7 +285,7 @@ def _replaced(value: Any) -> Any:
         return value.replace("\x00", "\ufffd")
     if isinstance(value, dict):
         return {_replaced(k): _replaced(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):  # a skeleton's nested fields are tuples
         return [_replaced(v) for v in value]
     return value
 
