@@ -274,3 +274,61 @@ def test_every_chart_layer_and_every_text_has_the_contrast_people_need(
         assert found == [], found
     finally:
         context.close()
+
+
+PAI = corpus_files("claude_code", "pai_b7a09704*.jsonl")
+
+
+@pytest.mark.skipif(len(PAI) < 2, reason="the pai session and its subagent are not here")
+def test_a_session_uploaded_again_as_a_zip_is_the_run_already_there(page, tmp_path):
+    import zipfile
+
+    from webapp.models import Run
+
+    main = next(p for p in PAI if "agent-" not in p.name)
+    page.goto(page.base + "/upload/")
+    page.set_input_files("#id_files", [str(p) for p in PAI])
+    page.click("button[type=submit]")
+    page.locator(".job-done").first.wait_for()
+    wait_until(page, f"document.querySelectorAll('.job-done').length >= {len(PAI)}")
+    runs = Run.objects.count()
+    again = tmp_path / "again.zip"
+    with zipfile.ZipFile(again, "w") as archive:
+        archive.writestr(main.name, main.read_bytes())
+    page.goto(page.base + "/upload/")
+    page.set_input_files("#id_files", [str(again)])
+    page.click("button[type=submit]")
+    recognised = page.locator("[id^=recognised-]")
+    recognised.wait_for()
+    assert "imported before" in recognised.inner_text()
+    link = page.locator("[id^=recognised-] + ul a").first
+    stored = Run.objects.get(subagent=False, compaction_request=False)
+    assert link.inner_text() == stored.title
+    assert Run.objects.count() == runs
+    # The collection still holds the session once, its subagent drawn from the step
+    # that started it.
+    link.click()
+    page.wait_for_url(re.compile(r"/runs/[\w-]+/$"))
+    page.locator("nav.siblings a").first.click()
+    page.wait_for_url(re.compile(r"/collections/[\w-]+/"))
+    wait_until(page, "document.querySelector('[data-figure=fleet-data]').dataset.drawn")
+    lines = page.evaluate(
+        "() => document.querySelector('[data-figure=fleet-data]').data.map(t => [t.name, t.x[0]])"
+    )
+    names = [name for name, _ in lines]
+    assert len(names) == len(set(names)) == Run.objects.count()
+    starts = dict(lines)
+    agent = next(name for name in starts if name.startswith("Explore"))
+    assert starts[agent] > 0 and min(starts.values()) == 0
+
+
+@pytest.mark.parametrize("session", SESSION, indirect=True)
+def test_the_sweep_form_starts_from_the_sessions_own_mechanisms(page, session):
+    run, _ = session
+    _open(page, run)
+    page.locator(".page-head a", has_text="sweep").click()
+    page.wait_for_url(re.compile(r"/sweeps/new/"))
+    checked = page.locator("input[name=policies]:checked")
+    values = sorted(checked.nth(i).get_attribute("value") for i in range(checked.count()))
+    assert values == ["as_logged", "claude_code_auto_compact", "claude_code_microcompact"]
+    assert page.locator("input[name=hard_limit]").input_value() == "200000"
