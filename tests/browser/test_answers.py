@@ -268,10 +268,15 @@ def test_every_chart_layer_and_every_text_has_the_contrast_people_need(
         checked.wait_for_url(re.compile(r"/steps/\d+/"))
         found = axe_violations(checked, axe_source, ["color-contrast"])
         assert found == [], found
-        # And the rest of axe's rules on both pages.
+        # And the rest of axe's rules, on the dashboard and the pages around it.
         _open(checked, run)
         found = axe_violations(checked, axe_source)
         assert found == [], found
+        for path in ("/", "/upload/", f"/sweeps/new/?run={run.public_id}", "/estimators/"):
+            checked.goto(checked.base + path)
+            checked.wait_for_load_state("networkidle")
+            found = axe_violations(checked, axe_source)
+            assert found == [], (path, found)
     finally:
         context.close()
 
