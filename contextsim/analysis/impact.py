@@ -19,7 +19,6 @@ A request's price per input token is its cost less its output's, over what it se
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from dataclasses import replace
 from itertools import accumulate
@@ -28,8 +27,6 @@ from contextsim.analysis.problems import Problem
 from contextsim.counting.estimators import MESSAGE_OVERHEAD
 from contextsim.engine.simulate import Simulation
 from contextsim.truth.costs import Prices, per_token
-
-_STREAK = re.compile(r"so are steps (\d+)-(\d+)")
 
 
 def input_prices(sim: Simulation, prices: Prices) -> list[float]:
@@ -62,9 +59,10 @@ def ranked(problems: list[Problem], sim: Simulation, prices: Prices) -> list[Pro
     return sorted(out, key=lambda p: -p.dollars)
 
 
-def _streak(p: Problem) -> range:
-    found = _STREAK.search(p.detail)
-    return range(p.step, int(found.group(2)) + 1 if found else p.step + 1)
+def _steps(p: Problem) -> range:
+    """The requests the problem stands for: its streak, else its own step."""
+    first, last = p.span or (p.step, p.step)
+    return range(first, last + 1)
 
 
 def _priced(
@@ -72,34 +70,28 @@ def _priced(
 ) -> Problem:
     records = sim.records
     if p.kind == "cache_break":
-        r = records[p.step]
-        sk = sim.skeleton
-        now, before = sk.usage[p.step], sk.usage[p.step - 1] if p.step else None
-        if p.detail.startswith("measured") and now is not None and before is not None:
-            lost = max(before.cache_read + before.cache_write - now.cache_read, 0)
-        else:
-            lost = max(records[p.step - 1].sent - r.cached, 0) if p.step else 0
         return replace(
             p,
-            tokens=lost,
-            dollars=lost * rewrite,
-            impact=f"{lost:,} tokens written to the cache again instead of read",
+            tokens=p.excess,
+            dollars=p.excess * rewrite,
+            impact=f"{p.excess:,} tokens written to the cache again instead of read",
         )
     if p.kind in ("over_budget", "underestimate"):
-        steps = _streak(p) if p.kind == "over_budget" else range(p.step, p.step + 1)
-        excess = [max(records[k].sent - sim.budget, 0) for k in steps]
-        if p.kind == "underestimate":
-            found = re.search(r"says about ([\d,]+)", p.detail)
-            actual = int(found.group(1).replace(",", "")) if found else records[p.step].sent
-            excess = [max(actual - sim.budget, 0)]
+        steps = _steps(p)
+        # An underestimate's excess is by the provider's count, which the detector knew.
+        excess = (
+            [p.excess]
+            if p.kind == "underestimate"
+            else [max(records[k].sent - sim.budget, 0) for k in steps]
+        )
         tokens = sum(excess)
-        dollars = sum(e * per_input[k] for e, k in zip(excess, steps, strict=False))
+        dollars = sum(e * per_input[k] for e, k in zip(excess, steps, strict=True))
         many = f" over {len(steps)} requests" if len(steps) > 1 else ""
         return replace(
             p, tokens=tokens, dollars=dollars, impact=f"{tokens:,} tokens above the budget{many}"
         )
     if p.kind in ("rejected", "no_progress"):
-        steps = _streak(p) if p.kind == "rejected" else range(max(p.step - 2, 0), p.step + 1)
+        steps = _steps(p)
         tokens = sum(records[k].sent for k in steps)
         dollars = sum(records[k].cost for k in steps)
         what = "refused by the model" if p.kind == "rejected" else "that brought nothing new"
@@ -109,11 +101,8 @@ def _priced(
             dollars=dollars,
             impact=f"{len(steps)} request{'s' if len(steps) > 1 else ''} {what}, {tokens:,} tokens",
         )
-    if p.kind in ("oversized_result", "repeated_call"):
-        index = _result_at(sim, p.step, p.kind)
-        if index is None:
-            return p
-        tokens, dollars = carried.cost(index)
+    if p.kind in ("oversized_result", "repeated_call") and p.message is not None:
+        tokens, dollars = carried.cost(p.message)
         return replace(
             p,
             tokens=tokens,
@@ -121,17 +110,6 @@ def _priced(
             impact=f"{tokens:,} tokens sending the result again at later requests",
         )
     return p
-
-
-def _result_at(sim: Simulation, step: int, kind: str) -> int | None:
-    """The result message the problem names: the first one new at `step` (the
-    largest for an oversized result, a repeat's for a repeated call)."""
-    sk = sim.skeleton
-    start = sk.ends[step - 1] if step else 0
-    found = [i for i in range(start, sk.ends[step]) if sk.result_count[i]]
-    if not found:
-        return None
-    return max(found, key=lambda i: sk.tokens[i]) if kind == "oversized_result" else found[-1]
 
 
 class _Carried:

@@ -31,14 +31,19 @@ KINDS = (
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """A finding at `step`. `tokens` and `dollars` are what it cost the run and
-    `impact` says how they were counted (contextsim.analysis.impact; 0 and "" until it
-    is priced)."""
+    """A finding at `step`. `span` is the first and last steps of the streak it stands
+    for, `message` the message it is about (a result), `excess` the tokens
+    its detector measured against a limit or the cache (over the budget, written to the
+    cache again). `tokens` and `dollars` are what it cost the run and `impact` says how
+    they were counted (contextsim.analysis.impact; 0 and "" until it is priced)."""
 
     step: int
     kind: str
     severity: str
     detail: str
+    span: tuple[int, int] | None = None
+    message: int | None = None
+    excess: int = 0
     tokens: int = 0
     dollars: float = 0.0
     impact: str = ""
@@ -108,13 +113,13 @@ def _limits(sim: Simulation) -> list[Problem]:
                 f"{r.sent:,} tokens is over the {sim.hard_limit:,} hard limit: "
                 f"the model rejects it; retrying cannot help{_until(first, last)}"
             )
-            out.append(Problem(first, kind, "error", detail))
+            out.append(Problem(first, kind, "error", detail, span=(first, last)))
         else:
             detail = (
                 f"{r.sent:,} tokens is still over the {sim.budget:,} budget after every "
                 f"stage ({r.stage}){_until(first, last)}"
             )
-            out.append(Problem(first, kind, "warning", detail))
+            out.append(Problem(first, kind, "warning", detail, span=(first, last)))
     return out
 
 
@@ -160,6 +165,7 @@ def _underestimates(
                     f"{sim.skeleton.estimator} estimated {r.estimated:,} tokens (fits the "
                     f"{sim.budget:,} budget) but {source} says about {actual:,}: over the "
                     f"{limit}{cause}",
+                    excess=actual - sim.budget,
                 )
             )
     return out
@@ -193,6 +199,7 @@ def _measured_cache_misses(sim: Simulation, start: int) -> list[Problem]:
                     f"measured: the provider read {now.cache_read:,} tokens from its cache "
                     f"where the previous request had {cached_before:,} cached: a real cache "
                     f"miss, {lost:,} tokens written again",
+                    excess=lost,
                 )
             )
     return out
@@ -217,6 +224,7 @@ def _simulated_cache_breaks(sim: Simulation, start: int) -> list[Problem]:
                     f"only {r.cached:,} of the previous request's {before.sent:,} tokens could be "
                     f"read from the prompt cache ({share:.0%} rewritten): what was "
                     f"{what} changed",
+                    excess=lost,
                 )
             )
     return out
@@ -228,7 +236,8 @@ class _ResultFacts:
 
     first_steps: list[tuple[int, int]]
     repeats: list[tuple[int, int, int]]
-    stalls: list[int]
+    stalls: list[tuple[int, int]]
+    """(first, last) steps of each streak of streak_limit steps without a new result."""
 
 
 def _result_facts(sk: Skeleton, streak_limit: int) -> _ResultFacts:
@@ -250,11 +259,14 @@ def _result_facts(sk: Skeleton, streak_limit: int) -> _ResultFacts:
         else:
             seen[key] = step
         useful_by_step[step] = useful_by_step.get(step, False) or not (repeat or sk.is_error[i])
-    stalls, streak = [], 0
+    stalls: list[tuple[int, int]] = []
+    streak, began = 0, 0
     for step in sorted(useful_by_step):
         streak = 0 if useful_by_step[step] else streak + 1
+        if streak == 1:
+            began = step
         if streak == streak_limit:
-            stalls.append(step)
+            stalls.append((began, step))
     return _ResultFacts(first_steps, repeats, stalls)
 
 
@@ -269,6 +281,7 @@ def _results(sim: Simulation, streak_limit: int) -> list[Problem]:
             "info",
             f"a {sk.tool_names[i] or 'tool'} result of {sk.tokens[i]:,} tokens "
             f"is over a quarter of the budget ({quarter:,})",
+            message=i,
         )
         for i, step in facts.first_steps
         if sk.tokens[i] > quarter
@@ -280,6 +293,7 @@ def _results(sim: Simulation, streak_limit: int) -> list[Problem]:
             "info",
             f"{sk.tool_names[i] or 'a tool'} was called with the same arguments "
             f"and returned the same result as before step {before}",
+            message=i,
         )
         for i, step, before in facts.repeats
     ]
@@ -289,8 +303,9 @@ def _results(sim: Simulation, streak_limit: int) -> list[Problem]:
             "no_progress",
             "warning",
             f"{streak_limit} steps in a row brought no new result (only repeats or errors)",
+            span=(began, step),
         )
-        for step in facts.stalls
+        for began, step in facts.stalls
     ]
     return out
 

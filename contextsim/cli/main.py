@@ -20,15 +20,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from contextsim.analysis.compactions import (
-    Limit,
-    compaction_events,
-    compaction_threshold,
-    event_problem,
-)
+from contextsim.analysis.compactions import Limit
 from contextsim.analysis.estimator_report import compare_text, file_text, signed_error
-from contextsim.analysis.impact import ranked
-from contextsim.analysis.problems import detect
+from contextsim.analysis.findings import findings
 from contextsim.analysis.report import load_runs, readable, simulation_summary
 from contextsim.cli import export_config as export_command
 from contextsim.cli.parameters import set_values
@@ -132,12 +126,10 @@ def _simulate(args: argparse.Namespace) -> int:
                 prices=prices,
                 reconcile=rec,
             )
-            threshold = compaction_threshold(POLICIES[name], sim.params, own, sim.skeleton)
             where = window_source(run.model, run.context_window, run.window_source)
             window = Limit(hard_limit, "--hard-limit" if args.hard_limit else where)
-            events = compaction_events(sim, threshold, window)
-            found = [*detect(sim, reference=ref), *map(event_problem, events)]
-            summary = simulation_summary(sim, ranked(found, sim, prices), args.steps)
+            _, found = findings(sim, POLICIES[name], own, window, prices, ref)
+            summary = simulation_summary(sim, found, args.steps)
             summary["reconciliation"] = rec.to_dict() if rec is not None else None
             summary["measured_cost"] = run_measured_cost(run.model, sk.usage, prices)
             summary["prices"] = prices.label

@@ -7,15 +7,9 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from contextsim.analysis.compactions import (
-    CompactionEvent,
-    Limit,
-    compaction_events,
-    compaction_threshold,
-    event_problem,
-)
-from contextsim.analysis.impact import ranked
-from contextsim.analysis.problems import Problem, detect
+from contextsim.analysis.compactions import CompactionEvent, Limit
+from contextsim.analysis.findings import findings
+from contextsim.analysis.problems import Problem
 from contextsim.analysis.tool_usage import ToolShare, by_server, split_definitions, tool_breakdown
 from contextsim.counting.estimators import DEFAULT, ESTIMATORS, STAND_INS, Estimator
 from contextsim.counting.skeleton import Skeleton
@@ -35,7 +29,6 @@ from contextsim.truth.compaction_points import CompactionPoint, compaction_point
 from contextsim.truth.costs import PRESETS, Prices
 from contextsim.truth.prices import (
     assumed_prices,
-    default_limits,
     model_facts,
     unpriced_models,
 )
@@ -101,12 +94,15 @@ def definition_sizes(run: Run, estimator: str) -> dict[str, int]:
     counter = ESTIMATORS.get(estimator) or ESTIMATORS[DEFAULT]
     rows = Message.objects.filter(run=run, kind="tools").order_by("-index")
     sizes: dict[str, int] = {}
+    counted: dict[str, int] = {}  # each request repeats its definitions: count each once
     for parts in rows.values_list("parts", flat=True)[:DEFINED_MESSAGES]:
         for part in parts:
             if part.get("type") == "tool_spec" and part.get("name"):
+                text = trace.part_text(part)
+                if text not in counted:
+                    counted[text] = counter.count(text)
                 name = str(part["name"])
-                size = counter.count(trace.part_text(part))
-                sizes[name] = max(sizes.get(name, 0), size)
+                sizes[name] = max(sizes.get(name, 0), counted[text])
     return sizes
 
 
@@ -174,11 +170,8 @@ def analyse(
     cost = measured_total(sk, prices)
     unpriced = tuple(unpriced_models(run.model, sk.usage, prices))
     trigger = policy_trigger(POLICIES[state.policy], main.skeleton, main.params)
-    threshold = compaction_threshold(
-        POLICIES[state.policy], main.params, own_trigger(run.format), main.skeleton
-    )
-    events = tuple(compaction_events(main, threshold, _window(run, state)))
-    problems = ranked([*detect(main), *map(event_problem, events)], main, prices)
+    own = own_trigger(run.format)
+    events, problems = findings(main, POLICIES[state.policy], own, _window(run, state), prices)
     return Analysis(
         state,
         main,
@@ -192,15 +185,15 @@ def analyse(
         stand_in,
         trigger,
         unpriced,
-        events,
+        tuple(events),
     )
 
 
 def _window(run: Run, state: ViewState) -> Limit:
     """The hard limit of the state: the run's window and its source, unless set."""
-    window, _, _ = default_limits(run.model, run.context_window)
+    window = dict(state.defaults).get("hard_limit")
     if state.hard_limit == window:
-        return Limit(window, run.window_said)
+        return Limit(state.hard_limit, run.window_said)
     return Limit(state.hard_limit, "the hard limit set on this page")
 
 
