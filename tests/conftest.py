@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,6 +28,19 @@ def corpus_files(folder: str, pattern: str) -> list[Any]:
         return found
     reason = f"no {pattern} in {corpus_root() / folder} (the shared corpus is not here)"
     return [pytest.param(None, marks=pytest.mark.skip(reason=reason))]
+
+
+def log_entries(path: Path) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSONL log, a line at a time, lines that are not one left
+    out (the tests read the raw files to know what a log says)."""
+    with path.open("rb") as lines:
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict):
+                yield entry
 
 
 @pytest.fixture

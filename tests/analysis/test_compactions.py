@@ -4,8 +4,6 @@ what-if's, where its summarized span grows."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from contextsim.analysis.compactions import CompactionEvent, Limit, compaction_events
@@ -15,7 +13,7 @@ from contextsim.engine.simulate import simulate
 from contextsim.ingest.detect import parse_path
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart
 from contextsim.registry import POLICIES
-from tests.conftest import corpus_files
+from tests.conftest import corpus_files, log_entries
 
 EST = ESTIMATORS["chars4"]
 WINDOW = Limit(200_000, "the test's")
@@ -25,11 +23,7 @@ def _boundaries(path):
     """(trigger, preTokens, context of the first response after it) per compact_boundary."""
     found = []
     waiting = None
-    for line in path.open("rb"):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
+    for entry in log_entries(path):
         if entry.get("type") == "system" and entry.get("subtype") == "compact_boundary":
             meta = entry.get("compactMetadata") or {}
             waiting = [meta.get("trigger"), meta.get("preTokens"), None]

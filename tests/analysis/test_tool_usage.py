@@ -5,7 +5,6 @@ the raw JSONL)."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import pytest
@@ -26,7 +25,7 @@ from contextsim.ingest.detect import parse_path
 from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart
 from contextsim.registry import POLICIES
 from contextsim.truth.costs import PRESETS
-from tests.conftest import corpus_files
+from tests.conftest import corpus_files, log_entries
 
 EST = ESTIMATORS["chars4"]
 PRICES = PRESETS["anthropic"]
@@ -126,11 +125,7 @@ def _result_chars(path) -> Counter[str]:
     """Characters of tool results per tool, read from a Claude Code session's JSONL."""
     names: dict[str, str] = {}
     chars: Counter[str] = Counter()
-    for line in path.open("rb"):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
+    for entry in log_entries(path):
         message = entry.get("message")
         if not isinstance(message, dict) or not isinstance(message.get("content"), list):
             continue

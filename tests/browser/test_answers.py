@@ -8,14 +8,13 @@ a PNG that says what it shows."""
 from __future__ import annotations
 
 import io
-import json
 import re
 from pathlib import Path
 
 import pytest
 
 from tests.browser.conftest import wait_until
-from tests.conftest import corpus_files
+from tests.conftest import corpus_files, log_entries
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,11 +24,7 @@ SESSION = corpus_files("claude_code", "codemie_session-624a*.jsonl")
 def _facts(path: Path) -> dict[str, object]:
     """What the log says: its compaction's trigger and preTokens, the tools it called."""
     boundaries, tools = [], set()
-    for line in path.open("rb"):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
+    for entry in log_entries(path):
         if entry.get("type") == "system" and entry.get("subtype") == "compact_boundary":
             meta = entry.get("compactMetadata") or {}
             boundaries.append((meta.get("trigger"), meta.get("preTokens")))
