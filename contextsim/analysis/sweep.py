@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextsim.analysis.problems import KINDS, Problem
+from contextsim.engine.deferral import Deferral, parse_deferral
 from contextsim.engine.policy import make_params
-from contextsim.engine.simulate import MAX_TOKENS, Simulation
+from contextsim.engine.simulate import MAX_TOKENS, REPLAY, Simulation
 from contextsim.registry import POLICIES
 
 MAX_CONFIGS = 60
@@ -26,39 +27,52 @@ class SweepError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    """One configuration: a policy with its parameters (as text, defaults left out) and
-    a budget in tokens per request."""
+    """One configuration: a policy with its parameters (as text, defaults left out), a
+    budget in tokens per request, and the tools whose definitions it defers (a
+    comma-separated list for contextsim.engine.deferral; "" for none)."""
 
     policy: str
     budget: int
     params: tuple[tuple[str, str], ...] = ()
+    defer: str = ""
 
     @property
     def label(self) -> str:
         extra = "".join(f", {k}={v}" for k, v in self.params)
-        return f"{self.policy} @ {self.budget:,}{extra}"
+        deferring = f", defer={self.defer}" if self.defer else ""
+        return f"{self.policy} @ {self.budget:,}{extra}{deferring}"
+
+    @property
+    def deferral(self) -> Deferral | None:
+        """The tools deferred (checked when the configuration was made)."""
+        return parse_deferral(self.defer)
 
     def make_params(self) -> Any:
         """The policy's params dataclass (ValueError naming a bad parameter)."""
         return make_params(POLICIES[self.policy].Params, dict(self.params))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"policy": self.policy, "budget": self.budget, "params": dict(self.params)}
+        out = {"policy": self.policy, "budget": self.budget, "params": dict(self.params)}
+        return {**out, "defer": self.defer} if self.defer else out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Config:
-        return cls(data["policy"], int(data["budget"]), tuple(sorted(data["params"].items())))
+        params = tuple(sorted(data["params"].items()))
+        return cls(data["policy"], int(data["budget"]), params, str(data.get("defer", "")))
 
 
 def grid(
     policies: Sequence[str],
     budgets: Sequence[int],
     params: dict[str, dict[str, str]] | None = None,
+    defer: str = "",
 ) -> tuple[Config, ...]:
     """Every (policy, budget) pair, policies in the order given, budgets ascending and
     without repeats. `params` maps a policy to its non-default parameters (text values).
-    Raises SweepError for an unknown policy, a bad parameter, a budget that is not a
-    positive number of tokens, an empty or an oversized grid."""
+    `defer` (tools to defer, contextsim.engine.deferral): each what-if policy's pairs
+    again with those tools deferred (as_logged replays what was sent: it has none).
+    Raises SweepError for an unknown policy, a bad parameter or list of tools, a budget
+    that is not a positive number of tokens, an empty or an oversized grid."""
     if not policies:
         raise SweepError("policies: choose at least one policy")
     if not budgets:
@@ -73,10 +87,17 @@ def grid(
         raise SweepError(f"budgets: expected between 1 and {MAX_TOKENS:,} tokens, got {bad[0]:,}")
     ordered = sorted(set(budgets))
     names = list(dict.fromkeys(policies))
-    size = len(names) * len(ordered)
+    try:
+        deferral = parse_deferral(defer)
+    except ValueError as exc:
+        raise SweepError(str(exc)) from None
+    deferred = ",".join(deferral.patterns) if deferral else ""
+    variants = [n for n in names if deferred and n != REPLAY]
+    size = (len(names) + len(variants)) * len(ordered)
     if size > MAX_CONFIGS:
         raise SweepError(
-            f"budgets: {len(names)} policies x {len(ordered)} budgets is {size} "
+            f"budgets: {len(names)} policies x {len(ordered)} budgets"
+            f"{' (and the deferring ones)' if variants else ''} is {size} "
             f"configurations; at most {MAX_CONFIGS}"
         )
     configs: list[Config] = []
@@ -88,6 +109,8 @@ def grid(
         except ValueError as exc:
             raise SweepError(f"{name}: {exc}") from None
         configs.extend(Config(name, b, mine) for b in ordered)
+        if name in variants:
+            configs.extend(Config(name, b, mine, deferred) for b in ordered)
     return tuple(configs)
 
 

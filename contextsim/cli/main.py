@@ -29,6 +29,7 @@ from contextsim.cli.parameters import set_values
 from contextsim.counting.builder import build, reference_tokens
 from contextsim.counting.estimators import ESTIMATORS
 from contextsim.counting.skeleton import Skeleton
+from contextsim.engine.deferral import Deferral, deferred_names, parse_deferral
 from contextsim.engine.policy import make_params, param_fields
 from contextsim.engine.simulate import REPLAY, reconciliation, simulate
 from contextsim.ingest.base import FormatError
@@ -97,6 +98,7 @@ def _simulate(args: argparse.Namespace) -> int:
         )
     policies = args.policy or [REPLAY]
     configs = _configs(policies, args.set or [])
+    deferral = _deferral(args.defer or "", policies)
     runs, warnings = load_runs(args.path, args.format)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -115,6 +117,7 @@ def _simulate(args: argparse.Namespace) -> int:
         # A capture holds its requests whole: nothing unlogged to fit.
         rec = _reconciliation(args, sk, points, run.format == CAPTURED)
         own = own_trigger(run.format)
+        deferring, names = _deferred(run.title, sk, deferral)
         for name, params in configs:
             sim = simulate(
                 sk,
@@ -125,6 +128,7 @@ def _simulate(args: argparse.Namespace) -> int:
                 count=estimator.count,
                 prices=prices,
                 reconcile=rec,
+                deferral=deferring,
             )
             where = window_source(run.model, run.context_window, run.window_source)
             window = Limit(hard_limit, "--hard-limit" if args.hard_limit else where)
@@ -133,6 +137,7 @@ def _simulate(args: argparse.Namespace) -> int:
             summary["reconciliation"] = rec.to_dict() if rec is not None else None
             summary["measured_cost"] = run_measured_cost(run.model, sk.usage, prices)
             summary["prices"] = prices.label
+            summary["deferred"] = names
             unpriced = unpriced_models(run.model, sk.usage, prices)
             if unpriced:
                 summary["prices"] += f"; prices unknown for {', '.join(unpriced)}: not counted"
@@ -143,6 +148,35 @@ def _simulate(args: argparse.Namespace) -> int:
         for summary in out:
             print("\n".join(readable(summary)))
     return 0
+
+
+def _deferral(text: str, policies: list[str]) -> Deferral | None:
+    """The --defer option's deferral; FormatError for a bad one or one with as_logged."""
+    try:
+        deferral = parse_deferral(text)
+    except ValueError as exc:
+        raise FormatError("--defer", text[:80], str(exc)) from None
+    if deferral is not None and REPLAY in policies:
+        raise FormatError(
+            "--defer",
+            text[:80],
+            "as_logged replays what was sent; deferring tools is a what-if: choose a policy",
+        )
+    return deferral
+
+
+def _deferred(
+    title: str, sk: Skeleton, deferral: Deferral | None
+) -> tuple[Deferral | None, list[str]]:
+    """The deferral for this run and the tools it defers; a run that defines none of
+    them is simulated with every definition, with a warning saying so."""
+    if deferral is None:
+        return None, []
+    try:
+        return deferral, deferred_names(sk, deferral)
+    except ValueError as exc:
+        print(f"warning: {title}: {exc}; simulated with every definition", file=sys.stderr)
+        return None, []
 
 
 def _reconciliation(
@@ -286,6 +320,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="override a price: input, output ($ per million tokens), "
         "cache_read, cache_write (multipliers of input)",
+    )
+    sim.add_argument(
+        "--defer",
+        metavar="TOOLS",
+        help="what if these tools' definitions were deferred (Anthropic's tool search): "
+        "names or prefix* patterns, comma-separated (a capture holds the definitions)",
     )
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.add_argument("--steps", action="store_true", help="add one record per request")

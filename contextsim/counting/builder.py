@@ -29,7 +29,7 @@ from contextsim.counting.memory import grown
 from contextsim.counting.offload_stubs import render_tool_stub
 from contextsim.counting.redaction import counted_text
 from contextsim.counting.skeleton import KIND_INDEX, PREVIEW_LINES, STUB_MIN_CHARS, Skeleton
-from contextsim.model import Message, Run, ThinkingPart, Usage
+from contextsim.model import Message, Run, ThinkingPart, ToolSpecPart, Usage
 
 # A final answer that gives lack of room as its reason to stop (English, Russian,
 # Chinese, Hungarian: the seed incident's languages).
@@ -83,6 +83,7 @@ class _Counted:
     arguments: list[tuple[int, ...]] = field(default_factory=list)
     thinking: list[int] = field(default_factory=list)
     turn: list[int] = field(default_factory=list)
+    definitions: list[tuple[int, str, int]] = field(default_factory=list)
 
 
 class SkeletonBuilder:
@@ -179,6 +180,7 @@ class SkeletonBuilder:
         arguments = [c.arguments for c in client]
         self.call_names.append(tuple(c.name for c in client))
         thoughts = [p for p in message.parts if isinstance(p, ThinkingPart)]
+        specs = [p for p in message.parts if isinstance(p, ToolSpecPart)]
         for estimator in self.estimators:
             counted = self._counted[estimator.name]
             tokens = self.memo.count(message, estimator, key)
@@ -197,6 +199,8 @@ class SkeletonBuilder:
             )
             counted.stubs.append(tuple(estimator.count(t) for t in stubs) if found_stub else ())
             counted.arguments.append(tuple(estimator.count(a) for a in arguments))
+            # As count_parts counts them: the message's tokens are these plus its overhead.
+            counted.definitions.extend((i, p.name, estimator.count(p.definition)) for p in specs)
         if message.role == "assistant":
             self._answered.append(i)
             self._usage.append(message.usage)
@@ -259,6 +263,7 @@ class SkeletonBuilder:
                 argument_tokens=tuple(counted.arguments),
                 thinking_tokens=tuple(counted.thinking),
                 turn_thinking=tuple(counted.turn) if any(counted.turn) else (),
+                definitions=tuple(counted.definitions),
                 elisions=tuple(
                     (e.message, e.from_step, MESSAGE_OVERHEAD + estimator.count(e.text))
                     for e in run.elisions

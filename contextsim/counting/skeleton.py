@@ -106,6 +106,11 @@ class Skeleton:
     compacted at (model.Compaction.pre_tokens); () when the skeleton has none."""
     compaction_triggers: tuple[str, ...] = ()
     """Per logged compaction (as `compactions`), "auto", "manual" or "" (unknown)."""
+    definitions: tuple[tuple[int, str, int], ...] = ()
+    """(message, tool name, tokens) of each tool definition the log holds (a message of
+    kind "tools": a capture's), in message order; its tokens are the estimator's count of
+    the definition as sent, so a tools message's tokens are the sum of its definitions'
+    plus MESSAGE_OVERHEAD. () when the log holds none."""
     opaque_thinking: tuple[int, ...] = ()
     """Per message, the characters of its encrypted reasoning (model.ThinkingPart.
     opaque_chars); () when no message has any. No estimator counts them: a policy that
@@ -161,11 +166,11 @@ def thinking_of(sk: Skeleton) -> Sequence[int]:
     return sk.thinking_tokens or (0,) * sk.size
 
 
-LAYOUT = 5
+LAYOUT = 6
 """The version of the stored form (to_dict). Raised when a field is added that a stored
 skeleton cannot do without or whose meaning changes (2: thinking_tokens, times; 3: a
 ToolMessage piece says when its call did not parse; 4: opaque_thinking; 5: call_names,
-for the tools' breakdown), so stored
+for the tools' breakdown; 6: definitions, for deferring tools), so stored
 skeletons of an older layout are built again from their run's messages (see
 `current`)."""
 

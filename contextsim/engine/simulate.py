@@ -19,6 +19,7 @@ from contextsim.counting.estimators import MESSAGE_OVERHEAD, Estimator
 from contextsim.counting.memory import earlier, per_skeleton, remember
 from contextsim.counting.skeleton import KIND_INDEX, Skeleton, without_artifacts
 from contextsim.engine.accounting import Accountant
+from contextsim.engine.deferral import Deferral, deferred
 from contextsim.engine.policy import Context, Plan, Planner, Policy, Statics
 from contextsim.engine.replay import replay_log, usage_costs
 from contextsim.model import Run
@@ -109,6 +110,7 @@ def simulate(
     count: Callable[[str], int],
     prices: Prices = PRESETS["anthropic"],
     reconcile: Reconciliation | None = None,
+    deferral: Deferral | None = None,
 ) -> Simulation:
     """Simulate `policy` over every request of the skeleton's run.
 
@@ -118,16 +120,25 @@ def simulate(
     policy (any but as_logged) sees the history without a logged compaction's summaries.
     Under as_logged a request with measured usage costs what its usage does. The policy
     is any object of the Policy protocol (contextsim.registry.POLICIES has them by
-    name); `params` its Params, its defaults when None. Raises ValueError for bad
-    limits, and as the policy's setup does for parameters it cannot take.
+    name); `params` its Params, its defaults when None. `deferral`: tools whose
+    definitions a what-if defers (contextsim.engine.deferral); `reconcile` should then be
+    the fit of the log as it was, not of the deferred skeleton. Raises ValueError for bad
+    limits, for a deferral under as_logged (which replays what was sent) or one the log
+    cannot take, and as the policy's setup does for parameters it cannot take.
     """
     if budget <= 0 or hard_limit <= 0:
         raise ValueError("budget and hard limit must be positive numbers of tokens")
     chosen = policy
     params = params if params is not None else chosen.Params()
     replay = chosen.name == REPLAY
+    if replay and deferral is not None:
+        raise ValueError(
+            "as_logged replays what was sent; deferring tools is a what-if: choose a policy"
+        )
     if not replay:
         sk = without_artifacts(sk)
+    if deferral is not None:
+        sk = deferred(sk, deferral)
     provider = reconcile.tokens if reconcile is not None else int
     planner: Planner = chosen.setup(Context(sk, budget, hard_limit, count, provider), params)
     acct = getattr(planner, "acct", None) or Accountant(sk, planner.statics)

@@ -11,8 +11,9 @@ from contextsim.analysis.compactions import CompactionEvent, Limit
 from contextsim.analysis.findings import findings
 from contextsim.analysis.problems import Problem
 from contextsim.analysis.tool_usage import ToolShare, by_server, split_definitions, tool_breakdown
-from contextsim.counting.estimators import DEFAULT, ESTIMATORS, STAND_INS, Estimator
+from contextsim.counting.estimators import ESTIMATORS, STAND_INS, Estimator
 from contextsim.counting.skeleton import Skeleton
+from contextsim.engine.deferral import Deferral, deferred_names, defined_tools
 from contextsim.engine.policy import policy_trigger
 from contextsim.engine.replay import measured_total
 from contextsim.engine.simulate import (
@@ -37,7 +38,7 @@ from webapp.dashboard import trace
 from webapp.dashboard.charts.composition import composition_figure
 from webapp.dashboard.charts.timeline import by_time
 from webapp.dashboard.state import BadQuery, ViewState
-from webapp.models import Message, Run
+from webapp.models import Run
 from webapp.runs.reads import get_message
 from webapp.store.reads import skeleton_of
 
@@ -64,6 +65,12 @@ class Analysis:
     unpriced: tuple[str, ...] = ()
     """Models that answered some responses and have no price (truth.prices
     unpriced_models): their responses are not in the measured cost."""
+    undeferred: Simulation | None = None
+    """The state's policy with every tool defined, when the state defers some (what
+    the deferral saves is the difference); None otherwise or for a page `alone`."""
+    defined: tuple[str, ...] = ()
+    """The tools whose definitions the log holds (a capture's), in the order defined:
+    those the state may defer."""
     events: tuple[CompactionEvent, ...] = ()
     """Every compaction of the state's policy on the run, in step order
     (analysis.compactions)."""
@@ -73,37 +80,13 @@ def tool_parts(
     result: Analysis, step: int | None = None, run: Run | None = None
 ) -> tuple[list[ToolShare], list[ToolShare]]:
     """Each tool's part of what the run sent (and of request `step`), the largest
-    first, its definition's share included when the log holds the definitions (`run`'s
-    messages of kind "tools", a capture's), and the same by MCP server
+    first, its definition's share included (when `run` is given) where the log holds
+    the definitions (a capture's: Skeleton.definitions), and the same by MCP server
     (analysis.tool_usage)."""
     tools = tool_breakdown(result.main, result.prices or PRESETS["anthropic"], step)
     if run is not None:
-        tools = split_definitions(tools, definition_sizes(run, result.main.skeleton.estimator))
+        tools = split_definitions(tools, defined_tools(result.main.skeleton))
     return tools, by_server(tools)
-
-
-DEFINED_MESSAGES = 50
-"""Messages of tool definitions read to share them out by tool (a capture holds one per
-request; their tools are the same but for a few)."""
-
-
-def definition_sizes(run: Run, estimator: str) -> dict[str, int]:
-    """Each tool's definition, in the estimator's tokens (a registered estimator; the
-    default one for a person's own), from the run's latest messages of tool
-    definitions (a tool defined in several keeps its largest)."""
-    counter = ESTIMATORS.get(estimator) or ESTIMATORS[DEFAULT]
-    rows = Message.objects.filter(run=run, kind="tools").order_by("-index")
-    sizes: dict[str, int] = {}
-    counted: dict[str, int] = {}  # each request repeats its definitions: count each once
-    for parts in rows.values_list("parts", flat=True)[:DEFINED_MESSAGES]:
-        for part in parts:
-            if part.get("type") == "tool_spec" and part.get("name"):
-                text = trace.part_text(part)
-                if text not in counted:
-                    counted[text] = counter.count(text)
-                name = str(part["name"])
-                sizes[name] = max(sizes.get(name, 0), counted[text])
-    return sizes
 
 
 def run_prices(run: Run, named: str = "") -> Prices:
@@ -153,11 +136,17 @@ def analyse(
         prices=prices,
         reconcile=rec,
     )
+    deferral = _deferral(state, sk)
     try:
-        main = limits(sk, POLICIES[state.policy], state.params)
+        main = limits(sk, POLICIES[state.policy], state.params, deferral=deferral)
         other = (
             limits(sk, POLICIES[state.compare], state.compare_params)
             if state.compare and not alone
+            else None
+        )
+        undeferred = (
+            limits(sk, POLICIES[state.policy], state.params)
+            if deferral is not None and not alone
             else None
         )
         sent = (
@@ -185,8 +174,28 @@ def analyse(
         stand_in,
         trigger,
         unpriced,
+        undeferred,
+        tuple(defined_tools(sk)),
         tuple(events),
     )
+
+
+def _deferral(state: ViewState, sk: Skeleton) -> Deferral | None:
+    """The state's deferral, checked against the run's definitions; raises BadQuery
+    (about "defer") for one the run or the policy cannot take."""
+    deferral = state.deferral
+    if deferral is None:
+        return None
+    if state.policy == REPLAY:
+        raise BadQuery(
+            "defer: as_logged replays what was sent; deferring tools is a what-if: choose "
+            "a policy (the run's own, or none)"
+        )
+    try:
+        deferred_names(sk, deferral)
+    except ValueError as exc:
+        raise BadQuery(str(exc)) from None
+    return deferral
 
 
 def _window(run: Run, state: ViewState) -> Limit:

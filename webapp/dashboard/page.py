@@ -16,6 +16,7 @@ from contextsim.counting.estimators import Estimator
 from contextsim.engine.policy import Policy
 from contextsim.systems.exporting import Snippet
 from webapp.dashboard.analysis import Analysis
+from webapp.dashboard.deferring import Saving
 from webapp.dashboard.state import ViewState
 from webapp.dashboard.trace import TraceRow
 from webapp.models import Run
@@ -86,4 +87,11 @@ class Dashboard:
     """The policy parameters the query got wrong (left at their defaults), and why."""
     snippets: tuple[Snippet, ...]
     permalink: str
+    defer_links: dict[str, str]
+    """Per tool with a definition, and per MCP server ("server:<name>"), the query
+    that defers it too (webapp.dashboard.deferring)."""
+    deferral: Saving | None
+    """What the state's deferral saves; None when it defers nothing."""
+    undefer_query: str
+    """The state's query with nothing deferred."""
     baseline_query: str

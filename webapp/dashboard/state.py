@@ -14,6 +14,7 @@ from django.http import QueryDict
 
 from contextsim.analysis.sweep import Config
 from contextsim.counting.estimators import DEFAULT, ESTIMATORS, Estimator
+from contextsim.engine.deferral import Deferral, parse_deferral
 from contextsim.engine.policy import changed_params, make_params, param_fields
 from contextsim.engine.simulate import MAX_TOKENS, REPLAY
 from contextsim.registry import POLICIES
@@ -35,6 +36,10 @@ def defaults_for(model: str, context_window: int | None) -> dict[str, Any]:
     DEFAULTS'; the budget is DEFAULTS' but never above it."""
     hard_limit, budget, _ = default_limits(model, context_window)
     return {**DEFAULTS, "hard_limit": hard_limit, "budget": budget}
+
+
+MAX_DEFER_CHARS = 8_000
+"""The longest list of tools to defer a query may hold."""
 
 
 class BadQuery(ValueError):
@@ -68,6 +73,15 @@ class ViewState:
     prices: str = ""
     """A preset the person named (truth.costs.PRESETS) to price every response at; ""
     for each response's own model's prices."""
+    defer: str = ""
+    """Tools whose definitions the state's policy defers (Anthropic's tool search), as a
+    comma-separated list of names and `prefix*` patterns (contextsim.engine.deferral);
+    "" for none."""
+
+    @property
+    def deferral(self) -> Deferral | None:
+        """The state's deferral (None for none); `defer` was checked when read."""
+        return parse_deferral(self.defer)
 
     def query(self, **override: Any) -> str:
         """The query string of this state, defaults left out (short permalinks)."""
@@ -83,6 +97,7 @@ class ViewState:
             "borrow": self.borrow,
             "x": "" if self.x_axis == "step" else self.x_axis,
             "prices": self.prices,
+            "defer": self.defer,
             **{k: _text(v) for k, v in changed_params(self.params).items()},
             **override,
         }
@@ -98,7 +113,14 @@ def config_query(config: Config, estimator: str, hard_limit: int) -> str:
     """The dashboard query string of a sweep's configuration."""
     # Explicit: the runs of one sweep need not share their defaults.
     state = ViewState(
-        config.policy, config.make_params(), config.budget, hard_limit, estimator, "", None
+        config.policy,
+        config.make_params(),
+        config.budget,
+        hard_limit,
+        estimator,
+        "",
+        None,
+        defer=config.defer,
     )
     return replace(state, defaults=()).query()
 
@@ -168,7 +190,19 @@ def read_state(
         defaults=tuple(defaults.items()),
         x_axis=_x_axis(query),
         prices=_prices(query),
+        defer=_defer(query),
     )
+
+
+def _defer(query: QueryDict) -> str:
+    raw = query.get("defer", "")
+    if len(raw) > MAX_DEFER_CHARS:
+        raise BadQuery(f"defer: at most {MAX_DEFER_CHARS:,} characters, got {len(raw):,}")
+    try:
+        found = parse_deferral(raw)
+    except ValueError as exc:
+        raise BadQuery(str(exc)) from None
+    return "" if found is None else ",".join(found.patterns)
 
 
 def _prices(query: QueryDict) -> str:
@@ -223,8 +257,8 @@ def form_values(query: QueryDict, defaults: dict[str, Any] | None = None) -> dic
     they asked for) over the defaults."""
     defaults = defaults or DEFAULTS
     values = {k: str(v) for k, v in defaults.items()}
-    values.update(compare="", reconcile="", overhead="", scale="", borrow="", x="", prices="")
-    extra = ("compare", "reconcile", "overhead", "scale", "borrow", "x", "prices")
+    extra = ("compare", "reconcile", "overhead", "scale", "borrow", "x", "prices", "defer")
+    values.update(dict.fromkeys(extra, ""))
     values.update({k: str(query[k]) for k in (*DEFAULTS, *extra) if k in query})
     try:
         top = max(int(values["hard_limit"]), int(values["budget"]))

@@ -16,10 +16,10 @@ from contextsim.analysis.problems import KINDS as PROBLEM_KINDS
 from contextsim.analysis.report import simulation_summary
 from contextsim.engine.policy import changed_params
 from contextsim.engine.simulate import REPLAY
-from contextsim.registry import POLICIES
+from contextsim.registry import POLICIES, own_trigger
 from webapp.access import grants as share_grants
 from webapp.access import reads as share_reads
-from webapp.dashboard import agent_config, analysis, trace
+from webapp.dashboard import agent_config, analysis, deferring, trace
 from webapp.dashboard import state as viewstate
 from webapp.dashboard.analysis import Analysis
 from webapp.dashboard.charts.ledger import ledger_figure
@@ -78,16 +78,18 @@ def _leniently(
     request: HtmxHttpRequest, frame: Frame, error: viewstate.BadQuery
 ) -> tuple[Analysis, dict[str, str]] | None:
     """The analysis with each policy parameter the query got wrong left at its
-    default, and what was wrong with each (shown on its control); None when what is
-    wrong is not one of the policy's parameters."""
+    default, and the tools to defer left out when they are what is wrong, and what
+    was wrong with each (shown on its control); None when what is wrong is none of
+    these."""
     query = request.GET.copy()
     errors: dict[str, str] = {}
     policy = query.get("policy", "")
     while True:
-        field = viewstate.param_of(policy, str(error))
+        deferring = str(error).startswith("defer: ")
+        field = "defer" if deferring else viewstate.param_of(policy, str(error))
         if not field or field not in query or field in errors:
             return None
-        errors[field] = str(error).removeprefix(f"{policy}: ")
+        errors[field] = str(error).removeprefix("defer: " if deferring else f"{policy}: ")
         del query[field]
         try:
             return _analysed(request, frame, query=query), errors
@@ -163,8 +165,11 @@ def run_dashboard(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
         pages=pages,
         params=viewstate.param_controls(state, errors, request.GET),
         param_errors=errors,
-        snippets=agent_config.snippets(run, state),
+        snippets=agent_config.snippets(run, state, result.defined),
         permalink=state.query(),
+        defer_links=deferring.defer_links(state, tools, servers, _own_policy(run)),
+        deferral=deferring.saving(result),
+        undefer_query=replace(state, defer="").query(),
         baseline_query=replace(state, policy=REPLAY, params=POLICIES[REPLAY].Params()).query(),
     )
     response = render(
@@ -184,6 +189,13 @@ def run_dashboard(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
             shown_query["page"] = str(page)
         push_canonical(request, response, shown_query.urlencode())
     return response
+
+
+def _own_policy(run: Run) -> str:
+    """The policy that stands for the run's own mechanism in a what-if: its system's
+    compaction where registered, else none."""
+    own = own_trigger(run.format)
+    return own.name if own is not None else "none"
 
 
 def _sort_queries(permalink: str, sort: str, descending: bool) -> dict[str, str]:

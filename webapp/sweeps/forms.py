@@ -67,6 +67,14 @@ class SweepForm(forms.Form):
         label="Policy parameters",
         help_text="one policy.parameter=value per line; the others keep their defaults",
     )
+    defer = forms.CharField(
+        required=False,
+        max_length=8_000,
+        widget=forms.TextInput(attrs={"placeholder": "mcp__github__*, WebFetch"}),
+        label="Also with these tools deferred",
+        help_text="tool names or prefix* patterns: each policy (but as_logged) runs again "
+        "with their definitions deferred (tool search); the runs must define them",
+    )
     title = forms.CharField(required=False, max_length=300, label="Title")
 
     def __init__(
@@ -90,13 +98,15 @@ class SweepForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        if {"policies", "budgets", "params"} <= data.keys():
+        if {"policies", "budgets", "params", "defer"} <= data.keys():
             unused = sorted(set(data["params"]) - set(data["policies"]))
             if unused:
                 self.add_error("params", f"{', '.join(unused)} is not among the policies")
                 return data
             try:
-                data["configs"] = grid(data["policies"], data["budgets"], data["params"])
+                data["configs"] = grid(
+                    data["policies"], data["budgets"], data["params"], data["defer"]
+                )
             except SweepError as exc:
                 field = str(exc).partition(":")[0]
                 self.add_error(field if field in self.fields else "params", str(exc))

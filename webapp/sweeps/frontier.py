@@ -39,7 +39,8 @@ def frontier_figures(
 
 
 def _name(config: Config) -> str:
-    return config.policy + "".join(f" {k}={v}" for k, v in config.params)
+    deferring = f" defer={config.defer}" if config.defer else ""
+    return config.policy + "".join(f" {k}={v}" for k, v in config.params) + deferring
 
 
 def _trace(name: str, points: list[tuple[Config, Totals]], key: str, i: int) -> dict[str, Any]:

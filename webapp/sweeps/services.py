@@ -148,6 +148,7 @@ def _compute(
             count=counter.count,
             prices=run_prices(cell.run),
             reconcile=fits[key],
+            deferral=config.deferral,
         )
         return {"status": SweepCell.Status.DONE, "outcome": outcome(sim, detect(sim)).to_dict()}
     except ValueError as exc:

@@ -37,6 +37,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--owner", default="", help="username (default: the local user)")
         parser.add_argument("--title", default="")
+        parser.add_argument(
+            "--defer",
+            metavar="TOOLS",
+            help="each policy again with these tools' definitions deferred (tool search): "
+            "names or prefix* patterns, comma-separated",
+        )
         parser.add_argument("--wait", action="store_true", help="follow it until it is done")
         parser.add_argument("--timeout", type=float, default=600, help="seconds, with --wait")
         parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
@@ -55,6 +61,7 @@ class Command(BaseCommand):
                 options["policy"],
                 parse_budgets(options["budgets"]),
                 parse_settings(options["params"]),
+                options["defer"] or "",
             )
         except SweepError as exc:
             raise CommandError(str(exc)) from None
