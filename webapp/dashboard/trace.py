@@ -325,11 +325,14 @@ def records_csv_rows(sim: Simulation) -> list[list[Any]]:
     return rows
 
 
-def records_json(sim: Simulation, problems: list[Problem]) -> str:
+def records_json(sim: Simulation, problems: list[Problem], defer: str = "") -> str:
+    """The simulation's requests and problems as JSON; `defer`: the tools whose
+    definitions it deferred (contextsim.engine.deferral), "" for none."""
     head, *body = records_csv_rows(sim)
     return json.dumps(
         {
             "policy": sim.policy,
+            "defer": defer,
             "budget": sim.budget,
             "hard_limit": sim.hard_limit,
             "estimator": sim.skeleton.estimator,

@@ -285,7 +285,8 @@ def export_records(request: HtmxHttpRequest, public_id: str, kind: str) -> HttpR
     name = f"contextsim-{public_id}-{result.state.policy}"
     if kind == "json":
         response = HttpResponse(
-            trace.records_json(result.main, result.problems), content_type="application/json"
+            trace.records_json(result.main, result.problems, result.state.defer),
+            content_type="application/json",
         )
     else:
         response = HttpResponse(content_type="text/csv")
