@@ -16,7 +16,15 @@ Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
 Kind = Literal[
-    "system", "user", "assistant", "tool_call", "tool_result", "note", "tools", "thinking"
+    "system",
+    "user",
+    "assistant",
+    "tool_call",
+    "tool_result",
+    "note",
+    "tools",
+    "thinking",
+    "attachment",
 ]
 KINDS: tuple[Kind, ...] = (
     "system",
@@ -27,10 +35,12 @@ KINDS: tuple[Kind, ...] = (
     "note",
     "tools",
     "thinking",
+    "attachment",
 )
 """Kinds of message, in the order stored skeletons index them (new kinds go last).
 `thinking` is no message's kind: it is the thinking parts of assistant messages, which
-the composition (accounting.Accountant.kept_by_kind) counts apart from their message."""
+the composition (accounting.Accountant.kept_by_kind) counts apart from their message.
+`attachment` is context the harness injected into a request (Message.attachment)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +157,10 @@ class Message:
     compact_summary: bool = False
     source: str = ""
     time: float | None = None
+    attachment: bool = False
+    """Context the harness added to the request on its own (Claude Code's attachment
+    records: files read in, memory, hook output, reminders), sent as a system message:
+    its own kind in the composition."""
 
     @property
     def kind(self) -> Kind:
@@ -158,7 +172,7 @@ class Message:
         if self.role == "system":
             if self.parts and all(isinstance(p, ToolSpecPart) for p in self.parts):
                 return "tools"
-            return "system"
+            return "attachment" if self.attachment else "system"
         if self.role == "tool" or (
             self.parts and all(isinstance(p, ToolResultPart) for p in self.parts)
         ):

@@ -232,3 +232,35 @@ def test_a_captures_tool_definitions_are_shared_out_by_tool(alice, alice_client,
         assert "(tool definitions)" not in {name for name, _ in rows}
     # Every tool the requests defined, each with its definition's share.
     assert defined and shown == defined
+
+
+TPUINF = corpus_files("claude_code", "tpuinf_19a2e244.jsonl")
+
+
+@pytest.mark.parametrize("path", TPUINF)
+def test_what_claude_code_attached_is_a_layer_of_its_own(alice, alice_client, path):
+    from contextsim.systems.claude_code.attachments import attachment_text
+    from tests.conftest import log_entries
+    from webapp.models import Message
+
+    attached = [
+        e
+        for e in log_entries(path)
+        if e.get("type") == "attachment" and attachment_text(e.get("attachment"))
+    ]
+    assert attached  # the session's harness added context of its own
+    import_bytes(alice, path.name, path.read_bytes())
+    stored = Message.objects.filter(kind="attachment")
+    assert stored.count() == len(attached)
+    run = stored.first().run
+    page = get(alice_client, "run", run, policy="as_logged").content.decode()
+    figure = json.loads(
+        page.split('id="figure-data" type="application/json">')[1].split("</script>")[0]
+    )
+    assert "kept: attachment" in {t["name"] for t in figure["data"]}
+    # The step after the first attachment shows it in its bar and its table.
+    first = stored.order_by("index").first().index
+    exported = json.loads(get(alice_client, "export", run, "json", policy="as_logged").content)
+    step = next(s["step"] for s in exported["steps"] if s["history_messages"] > first)
+    html = get(alice_client, "step", run, step, policy="as_logged").content.decode()
+    assert "k-attachment" in html

@@ -30,6 +30,7 @@ MESSAGE_FIELDS = (
     "timestamp",
     "usage_cache_write_1h",
     "usage_model",
+    "kind",
 )
 """The columns `stored_message` reads, in its order."""
 
@@ -42,7 +43,7 @@ def stored_run(run: Run) -> core.Run:
 
 def stored_message(run: Run, row: tuple[Any, ...]) -> core.Message:
     """The core message of one row of MESSAGE_FIELDS of `run`."""
-    index, role, parts, summary, u_in, u_read, u_write, u_out, when, u_hour, u_model = row
+    index, role, parts, summary, u_in, u_read, u_write, u_out, when, u_hour, u_model, kind = row
     usage = (
         None
         if u_in is None
@@ -61,6 +62,7 @@ def stored_message(run: Run, row: tuple[Any, ...]) -> core.Message:
         "usage": usage,
         "compact_summary": summary,
         "timestamp": when.timestamp() if when is not None else None,
+        "attachment": kind == "attachment",
     }
     return parse_message(run.title, f"message {index}", data)
 

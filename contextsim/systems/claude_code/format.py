@@ -172,6 +172,7 @@ class _Draft:
     compact_summary: bool = False
     meta: bool = False
     time: float | None = None
+    attachment: bool = False
 
     @property
     def only_tool_results(self) -> bool:
@@ -180,7 +181,13 @@ class _Draft:
 
     def freeze(self) -> Message:
         return Message(
-            self.role, tuple(self.parts), self.usage, self.compact_summary, self.source, self.time
+            self.role,
+            tuple(self.parts),
+            self.usage,
+            self.compact_summary,
+            self.source,
+            self.time,
+            self.attachment,
         )
 
 
@@ -250,7 +257,8 @@ class _Builder:
         run = self._run_for(record)
         if text:
             time = parse_time(data.get("timestamp"))
-            run.append(_Draft("system", [TextPart(text)], f"line {record.line}", time=time))
+            where = f"line {record.line}"
+            run.append(_Draft("system", [TextPart(text)], where, time=time, attachment=True))
 
     def _only_the_last_is_measured(self, run: _RunDraft, record: Record) -> None:
         """A compaction agent's file is one request, the summary's; from 2.1.8x it copies

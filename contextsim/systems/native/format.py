@@ -233,6 +233,7 @@ def parse_message(path: str, where: str, data: Any) -> Message:
         compact_summary=bool(data.get("compact_summary", False)),
         source=where.removesuffix(", $"),
         time=_time(path, f"{where}.timestamp", data.get("timestamp")),
+        attachment=role == "system" and data.get("attachment") is True,
     )
 
 
@@ -366,6 +367,8 @@ def message_to_dict(message: Message) -> dict[str, Any]:
             out["usage"]["model"] = u.model
     if message.compact_summary:
         out["compact_summary"] = True
+    if message.attachment:
+        out["attachment"] = True
     if message.time is not None:
         out["timestamp"] = iso_time(message.time)
     return out

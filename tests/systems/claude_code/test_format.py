@@ -24,6 +24,7 @@ from contextsim.model import (
 )
 from contextsim.registry import POLICIES
 from contextsim.systems.claude_code.format import ClaudeCodeImporter
+from contextsim.systems.native.format import message_to_dict, parse_message
 
 SESSION = "11111111-aaaa-bbbb-cccc-000000000000"
 
@@ -491,6 +492,10 @@ def test_attachments_put_their_text_in_the_next_request_and_ui_events_nothing():
         "<system-reminder>\nWebFetch\nWebSearch\n</system-reminder>",
     ]
     assert parsed.warnings == ()  # attachments and UI records are known, not "unknown"
+    # Their own kind in the composition, kept through the native form the store uses.
+    assert {m.kind for m in added} == {"attachment"}
+    again = [parse_message("t", m.source, message_to_dict(m)) for m in added]
+    assert again == added
 
 
 def test_a_compaction_agent_that_copies_the_sessions_responses_measures_only_its_own():

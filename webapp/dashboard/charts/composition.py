@@ -36,6 +36,7 @@ KIND_COLOURS = {
     "tool_call": "#6A3D9A",
     "tool_result": "#767676",
     "thinking": "#5E8C31",
+    "attachment": "#A0522D",
 }
 DISPOSITION_COLOURS = {
     "cleared": "#B07800",
@@ -43,7 +44,16 @@ DISPOSITION_COLOURS = {
     "offloaded": "#8C7A00",
     "notes": "#C2410C",
 }
-SHOWN_KINDS = ("tools", "system", "user", "assistant", "thinking", "tool_call", "tool_result")
+SHOWN_KINDS = (
+    "tools",
+    "system",
+    "attachment",
+    "user",
+    "assistant",
+    "thinking",
+    "tool_call",
+    "tool_result",
+)
 UNLOGGED_COLOUR = "#949494"
 MEASURED_COLOUR = "#000000"
 PLOT_BACKGROUND = "#FFFFFF"
