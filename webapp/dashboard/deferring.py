@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from contextsim.analysis.tool_usage import BUILT_IN, ToolShare
-from contextsim.engine.deferral import deferred_names, defined_tools, loads
+from contextsim.engine.deferral import SEARCH_TOOL, deferred_names, defined_tools, loads
 from contextsim.engine.simulate import REPLAY
 from contextsim.registry import POLICIES
 from webapp.dashboard.analysis import Analysis
@@ -69,7 +69,7 @@ def defer_links(
     )
     out = {}
     for t in tools:
-        if t.definitions and t.name not in chosen:
+        if t.definitions and t.name not in chosen and t.name != SEARCH_TOOL:
             out[t.name] = base.query(defer=",".join((*chosen, t.name)))
     for s in servers:
         pattern = f"mcp__{s.name}__*"

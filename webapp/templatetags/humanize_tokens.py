@@ -23,6 +23,17 @@ def tokens(value: int | str | None) -> str:
 
 
 @register.filter
+def dollars(value: float | None) -> str:
+    """Dollars to the cent, or to a hundredth of a cent under a cent (a saving on a
+    cheap model is not $0.00): 12.3456 -> '$12.35', 0.00123 -> '$0.0012'; the sign
+    left out (the text says more or less)."""
+    if value is None:
+        return "\u2013"
+    amount = abs(value)
+    return f"${amount:,.4f}" if 0 < amount < 0.01 else f"${amount:,.2f}"
+
+
+@register.filter
 def get(mapping: dict[str, Any], key: str) -> Any:
     return mapping.get(key)
 
