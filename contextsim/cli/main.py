@@ -29,7 +29,7 @@ from contextsim.cli.parameters import set_values
 from contextsim.counting.builder import build, reference_tokens
 from contextsim.counting.estimators import ESTIMATORS
 from contextsim.counting.skeleton import Skeleton
-from contextsim.engine.deferral import Deferral, deferred_names, parse_deferral
+from contextsim.engine.deferral import Deferral, deferred_names, parse_deferral, removed_names
 from contextsim.engine.policy import make_params, param_fields
 from contextsim.engine.simulate import REPLAY, reconciliation, simulate
 from contextsim.ingest.base import FormatError
@@ -98,7 +98,7 @@ def _simulate(args: argparse.Namespace) -> int:
         )
     policies = args.policy or [REPLAY]
     configs = _configs(policies, args.set or [])
-    deferral = _deferral(args.defer or "", policies)
+    deferral = _deferral(args.defer or "", args.remove or "", policies)
     runs, warnings = load_runs(args.path, args.format)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -117,7 +117,7 @@ def _simulate(args: argparse.Namespace) -> int:
         # A capture holds its requests whole: nothing unlogged to fit.
         rec = _reconciliation(args, sk, points, run.format == CAPTURED)
         own = own_trigger(run.format)
-        deferring, names = _deferred(run.title, sk, deferral)
+        deferring, names, dropped = _deferred(run.title, sk, deferral)
         for name, params in configs:
             sim = simulate(
                 sk,
@@ -137,7 +137,7 @@ def _simulate(args: argparse.Namespace) -> int:
             summary["reconciliation"] = rec.to_dict() if rec is not None else None
             summary["measured_cost"] = run_measured_cost(run.model, sk.usage, prices)
             summary["prices"] = prices.label
-            summary["deferred"] = names
+            summary["deferred"], summary["removed"] = names, dropped
             unpriced = unpriced_models(run.model, sk.usage, prices)
             if unpriced:
                 summary["prices"] += f"; prices unknown for {', '.join(unpriced)}: not counted"
@@ -150,33 +150,37 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _deferral(text: str, policies: list[str]) -> Deferral | None:
-    """The --defer option's deferral; FormatError for a bad one or one with as_logged."""
+def _deferral(text: str, removed: str, policies: list[str]) -> Deferral | None:
+    """The --defer and --remove options' deferral; FormatError for a bad one or one
+    with as_logged."""
+    option = "--defer" if text else "--remove"
     try:
-        deferral = parse_deferral(text)
+        deferral = parse_deferral(text, removed=removed)
     except ValueError as exc:
-        raise FormatError("--defer", text[:80], str(exc)) from None
+        raise FormatError(option, (text or removed)[:80], str(exc)) from None
     if deferral is not None and REPLAY in policies:
         raise FormatError(
-            "--defer",
-            text[:80],
-            "as_logged replays what was sent; deferring tools is a what-if: choose a policy",
+            option,
+            (text or removed)[:80],
+            "as_logged replays what was sent; deferring or removing tools is a what-if: "
+            "choose a policy",
         )
     return deferral
 
 
 def _deferred(
     title: str, sk: Skeleton, deferral: Deferral | None
-) -> tuple[Deferral | None, list[str]]:
-    """The deferral for this run and the tools it defers; a run that defines none of
-    them is simulated with every definition, with a warning saying so."""
+) -> tuple[Deferral | None, list[str], list[str]]:
+    """The deferral for this run and the tools it defers and removes; a run that cannot
+    take it (it defines none of them, or calls a tool removed) is simulated with every
+    definition, with a warning saying why."""
     if deferral is None:
-        return None, []
+        return None, [], []
     try:
-        return deferral, deferred_names(sk, deferral)
+        return deferral, deferred_names(sk, deferral), removed_names(sk, deferral)
     except ValueError as exc:
         print(f"warning: {title}: {exc}; simulated with every definition", file=sys.stderr)
-        return None, []
+        return None, [], []
 
 
 def _reconciliation(
@@ -326,6 +330,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TOOLS",
         help="what if these tools' definitions were deferred (Anthropic's tool search): "
         "names or prefix* patterns, comma-separated (a capture holds the definitions)",
+    )
+    sim.add_argument(
+        "--remove",
+        metavar="TOOLS",
+        help="what if these tools, never called, were not offered at all (as --defer)",
     )
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.add_argument("--steps", action="store_true", help="add one record per request")

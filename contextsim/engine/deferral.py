@@ -1,4 +1,5 @@
-"""Tools whose definitions are deferred: Anthropic's tool search (`defer_loading`).
+"""Tools whose definitions are deferred (Anthropic's tool search, `defer_loading`) or
+removed from the request's tool list.
 
 A deferred tool's definition is not in the request's tool list. The tool search tool
 takes the place of the deferred ones (its own definition is sent instead); when the
@@ -13,6 +14,9 @@ tool's; each deferred tool's definition is added to the assistant message that f
 calls it, and again to the first call after each logged compaction (the summary does
 not keep it). The result is a skeleton like any other: every policy, the accounting
 of cache and cost, and the pages work on it unchanged.
+
+A removed tool is simply not in the list (no search tool, nothing loaded); only a tool
+the log never calls can be removed without changing what the agent did.
 
 What is not modelled: the few tokens of the search's own query and result blocks, and
 the search's server-side turn within the response (the API bills it as more input).
@@ -41,37 +45,56 @@ MAX_PATTERNS = 200
 """Patterns one deferral may name: a bound on what a query string can ask for."""
 
 
+def _matches(patterns: tuple[str, ...], name: str) -> bool:
+    return name != SEARCH_TOOL and any(
+        name.startswith(p[:-1]) if p.endswith("*") else name == p for p in patterns
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Deferral:
-    """Which tools are deferred: `patterns` are tool names, or a prefix ending in "*"
-    (``mcp__github__*``: one MCP server's tools; ``*``: every tool). `search_tokens` is
-    the tool search tool's definition, in tokens."""
+    """Which tools are deferred and which are removed. Patterns are tool names, or a
+    prefix ending in "*" (``mcp__github__*``: one MCP server's tools; ``*``: every tool).
+    A deferred tool (`patterns`) is loaded where it is called; a removed one (`removed`)
+    is not offered at all, so it may only be a tool the log never calls. `search_tokens`
+    is the tool search tool's definition, in tokens. The search tool itself is neither."""
 
-    patterns: tuple[str, ...]
+    patterns: tuple[str, ...] = ()
     search_tokens: int = SEARCH_TOOL_TOKENS
+    removed: tuple[str, ...] = ()
 
     def matches(self, name: str) -> bool:
-        """Whether the tool `name` is deferred (the search tool never is)."""
-        if name == SEARCH_TOOL:
-            return False
-        return any(name.startswith(p[:-1]) if p.endswith("*") else name == p for p in self.patterns)
+        """Whether the tool `name` is deferred (a removed tool is not)."""
+        return _matches(self.patterns, name) and not self.drops(name)
+
+    def drops(self, name: str) -> bool:
+        """Whether the tool `name` is removed."""
+        return _matches(self.removed, name)
 
 
-def parse_deferral(text: str, search_tokens: int = SEARCH_TOOL_TOKENS) -> Deferral | None:
-    """The deferral a comma-separated list of names or patterns says; None for an empty
-    one. Raises ValueError naming a bad pattern (a "*" anywhere but at its end) or too
-    many of them."""
+def _patterns(option: str, text: str) -> tuple[str, ...]:
     patterns = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
-    if not patterns:
-        return None
     if len(patterns) > MAX_PATTERNS:
-        raise ValueError(f"defer: at most {MAX_PATTERNS} tools or patterns, got {len(patterns)}")
+        raise ValueError(f"{option}: at most {MAX_PATTERNS} tools or patterns, got {len(patterns)}")
     for p in patterns:
         if "*" in p[:-1]:
-            raise ValueError(f"defer: {p!r}: a '*' may only end a pattern (mcp__server__*)")
+            raise ValueError(f"{option}: {p!r}: a '*' may only end a pattern (mcp__server__*)")
+    return patterns
+
+
+def parse_deferral(
+    text: str, search_tokens: int = SEARCH_TOOL_TOKENS, removed: str = ""
+) -> Deferral | None:
+    """The deferral comma-separated lists of names or patterns say (`text`: the tools
+    deferred, `removed`: those removed); None when both are empty. Raises ValueError,
+    naming the list ("defer" or "remove"), for a bad pattern (a "*" anywhere but at its
+    end) or too many of them."""
+    patterns, dropped = _patterns("defer", text), _patterns("remove", removed)
+    if not patterns and not dropped:
+        return None
     if search_tokens < 0:
         raise ValueError("defer: the search tool's tokens cannot be negative")
-    return Deferral(patterns, search_tokens)
+    return Deferral(patterns, search_tokens, dropped)
 
 
 def defined_tools(sk: Skeleton) -> dict[str, int]:
@@ -83,41 +106,65 @@ def defined_tools(sk: Skeleton) -> dict[str, int]:
     return sizes
 
 
-def deferred_names(sk: Skeleton, deferral: Deferral) -> list[str]:
-    """The tools of the log the deferral defers. Raises ValueError when the log holds
-    no definitions, or when a pattern matches none of them (naming it and what is
-    defined)."""
+def _chosen(sk: Skeleton, option: str, patterns: tuple[str, ...]) -> list[str]:
     defined = defined_tools(sk)
-    if not defined:
+    if patterns and not defined:
         raise ValueError(
-            "defer: this log holds no tool definitions (a capture of the requests has "
-            "them), so there is nothing to defer"
+            f"{option}: this log holds no tool definitions (a capture of the requests has "
+            "them), so there is nothing to " + option
         )
-    for p in deferral.patterns:
-        if not any(Deferral((p,)).matches(name) for name in defined):
+    for p in patterns:
+        if not any(_matches((p,), name) for name in defined):
             shown = ", ".join(list(defined)[:12]) + (", ..." if len(defined) > 12 else "")
-            raise ValueError(f"defer: {p!r} matches no tool this log defines ({shown})")
-    return [name for name in defined if deferral.matches(name)]
+            raise ValueError(f"{option}: {p!r} matches no tool this log defines ({shown})")
+    return [name for name in defined if _matches(patterns, name)]
+
+
+def deferred_names(sk: Skeleton, deferral: Deferral) -> list[str]:
+    """The tools of the log the deferral defers. Raises ValueError, naming the list,
+    when the log holds no definitions, when a pattern matches none of them (naming it
+    and what is defined), or when a removed tool is called (naming the step)."""
+    removed = removed_names(sk, deferral)
+    return [n for n in _chosen(sk, "defer", deferral.patterns) if n not in removed]
+
+
+def removed_names(sk: Skeleton, deferral: Deferral) -> list[str]:
+    """The tools of the log the deferral removes (ValueError as deferred_names)."""
+    names = _chosen(sk, "remove", deferral.removed)
+    if names:
+        chosen = set(names)
+        for j, called in enumerate(sk.call_names or ()):
+            found = chosen.intersection(called)
+            if found:
+                step = bisect.bisect_left(sk.ends, j)  # the request that answered with it
+                raise ValueError(
+                    f"remove: {sorted(found)[0]} is called at step {step}: removing it "
+                    "changes what the agent did; defer it instead"
+                )
+    return names
 
 
 def deferred(sk: Skeleton, deferral: Deferral) -> Skeleton:
-    """The skeleton as it would be with `deferral`'s tools deferred (see the module).
-    Kept while `sk` lives, per deferral. Raises ValueError as deferred_names."""
+    """The skeleton as it would be with `deferral`'s tools deferred and removed (see the
+    module). Kept while `sk` lives, per deferral. Raises ValueError as deferred_names."""
     names = set(deferred_names(sk, deferral))
-    return per_skeleton(sk, ("deferred", deferral), lambda: _build(sk, deferral, names))
+    dropped = set(removed_names(sk, deferral))
+    return per_skeleton(sk, ("deferred", deferral), lambda: _build(sk, deferral, names, dropped))
 
 
-def _build(sk: Skeleton, deferral: Deferral, names: set[str]) -> Skeleton:
+def _build(sk: Skeleton, deferral: Deferral, names: set[str], dropped: set[str]) -> Skeleton:
     tokens = list(sk.tokens)
     kept: list[tuple[int, str, int]] = []
-    removed: dict[int, int] = {}
+    searched: set[int] = set()  # messages whose list gains the search tool
     for i, name, size in sk.definitions:
-        if name in names:
-            removed[i] = removed.get(i, 0) + size
+        if name in names or name in dropped:
+            tokens[i] -= size
+            if name in names:
+                searched.add(i)
         else:
             kept.append((i, name, size))
-    for i, size in removed.items():
-        tokens[i] += deferral.search_tokens - size
+    for i in searched:
+        tokens[i] += deferral.search_tokens
         kept.append((i, SEARCH_TOOL, deferral.search_tokens))
     sizes = defined_tools(sk)
     for j, name in loads(sk, names):

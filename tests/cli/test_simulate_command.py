@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, corpus_files, log_entries
 
 
 def native(rounds: int = 12, size: int = 8_000) -> dict:
@@ -200,3 +200,36 @@ def test_runs_carry_their_reconciliation_and_steps_their_estimated_and_measured(
     assert set_by_hand["overhead"] == 0 and set_by_hand["source"] == "set"
     bad = cli(str(path), "--scale", "0")
     assert bad.returncode == 2 and "expected a ratio above 0" in bad.stderr
+
+
+CAPTURES = corpus_files("raw_api", "hanq_redacted_log-2026-06-15-09-15-50.jsonl")
+
+
+@pytest.mark.parametrize("path", CAPTURES)
+def test_defer_and_remove_say_what_they_did_to_each_run(path):
+    server = set()
+    for entry in log_entries(path):
+        body = (entry.get("request") or {}).get("body")
+        if isinstance(body, dict):
+            server |= {
+                t["name"]
+                for t in body.get("tools") or []
+                if t["name"].startswith("mcp__codegraph__")
+            }
+    done = cli(str(path), "--policy", "none", "--defer", "mcp__codegraph__*", "--json")
+    assert done.returncode == 0, done.stderr
+    runs = json.loads(done.stdout)["runs"]
+    assert {tuple(r["deferred"]) for r in runs} >= {tuple(sorted(server))}
+    # A run that defines none of them is simulated with every definition, and says so.
+    assert "matches no tool this log defines" in done.stderr
+    removed = cli(str(path), "--policy", "none", "--remove", "mcp__codegraph__*", "--json")
+    assert any(sorted(r["removed"]) == sorted(server) for r in json.loads(removed.stdout)["runs"])
+    for bad, error in (("--defer", "a*b"), ("--remove", "x*y")):
+        failed = cli(str(path), "--policy", "none", bad, "a*b" if bad == "--defer" else "x*y")
+        assert (
+            failed.returncode != 0
+            and error in failed.stderr
+            and "may only end a pattern" in failed.stderr
+        )
+    replay = cli(str(path), "--defer", "Bash")
+    assert replay.returncode != 0 and "choose a policy" in replay.stderr

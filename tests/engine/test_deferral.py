@@ -212,3 +212,29 @@ def test_a_captures_mcp_server_is_deferred_by_its_definitions_as_sent(path):
         assert after.tokens[tools] == sk.tokens[tools] - removed + 500
         checked += 1
     assert checked
+
+
+def test_a_removed_tool_leaves_the_list_with_no_search_tool_and_no_load():
+    sk = build(defined_run(["Read"]), EST)
+    after = deferred(sk, Deferral(removed=("x",)))
+    assert after.tokens[0] == sk.tokens[0] - 20
+    assert after.tokens[1:] == sk.tokens[1:]
+    assert SEARCH_TOOL not in defined_tools(after) and "x" not in defined_tools(after)
+    both = deferred(sk, Deferral(("mcp__gh__*",), 50, ("x",)))
+    assert both.tokens[0] == sk.tokens[0] - 20 - 200 + 50
+
+
+def test_a_tool_the_log_calls_cannot_be_removed_and_the_step_is_named():
+    sk = build(defined_run(["Read", "x"]), EST)
+    with pytest.raises(ValueError, match=r"remove: x is called at step 1: .*defer it instead"):
+        deferred(sk, Deferral(removed=("x",)))
+    with pytest.raises(ValueError, match="remove: 'Grep' matches no tool"):
+        deferred(sk, Deferral(removed=("Grep",)))
+
+
+def test_both_lists_are_checked_and_named():
+    assert parse_deferral("", removed="") is None
+    found = parse_deferral("a, b", removed="c")
+    assert found == Deferral(("a", "b"), 500, ("c",))
+    with pytest.raises(ValueError, match="remove: 'a\\*b'"):
+        parse_deferral("", removed="a*b")

@@ -201,3 +201,35 @@ def test_the_sweep_form_names_a_bad_list_of_tools(alice_client: Client, run):
     )
     assert response.status_code == 400
     assert "may only end a pattern" in response.content.decode()
+
+
+@pytest.mark.parametrize("path", CAPTURES)
+def test_a_server_never_called_can_be_removed_and_a_called_tool_cannot(alice, alice_client, path):
+    defined, called = _file_facts(path)
+    server = {n: d for n, d in defined.items() if n.startswith(SERVER)}
+    run = _server_run(alice, path)
+    o200k = ESTIMATORS["o200k"]
+    removed = sum(o200k.count(d) for d in server.values())
+    page = get(alice_client, "run", run, policy="as_logged").content.decode()
+    table = page.split('id="server-table"', 1)[1].split("</table>", 1)[0]
+    assert ">remove all</a>" in table  # the server's tools are never called
+    query = {"policy": "none", "remove": f"{SERVER}*", "estimator": "o200k", "reconcile": "off"}
+    summary = _summary(get(alice_client, "run", run, **query).content.decode())
+    assert f"removing {len(server)} tools never called: {removed:,} tokens" in summary
+    assert f"{removed * run.request_count:,} fewer tokens sent over the run" in summary
+    snippets = get(alice_client, "run", run, **query).content.decode()
+    listed = snippets.split('id="snippet-anthropic-tool-list"', 1)[1].split("</div>", 1)[0]
+    assert all(name in listed for name in server)
+    # A tool the log calls cannot be removed: the control says at which step.
+    calling = next(
+        r
+        for r in Run.objects.filter(format="capture")
+        if r.messages.filter(kind="tools", parts__icontains=SERVER).exists()
+        and r.messages.exclude(tool_names="").exists()
+    )
+    tool = calling.messages.exclude(tool_names="").first().tool_names.split(", ")[0]
+    assert tool in called and tool in defined  # as the file says
+    response = get(alice_client, "run", calling, policy="none", remove=tool)
+    assert response.status_code == 400
+    error = response.content.decode().split('id="error-remove"', 1)[1].split("</span>", 1)[0]
+    assert f"{tool} is called at step" in error and "defer it instead" in error

@@ -23,4 +23,5 @@ def snippets(run: Run, state: ViewState, defined: Sequence[str] = ()) -> tuple[S
     if deferral is None:
         return found
     names = [n for n in defined if deferral.matches(n)]
-    return found + tool_search_snippets(deferral.patterns, names) if names else found
+    removed = [n for n in defined if deferral.drops(n)]
+    return found + tool_search_snippets(deferral.patterns, names, removed)

@@ -188,11 +188,11 @@ def _deferral(state: ViewState, sk: Skeleton) -> Deferral | None:
         return None
     if state.policy == REPLAY:
         raise BadQuery(
-            "defer: as_logged replays what was sent; deferring tools is a what-if: choose "
-            "a policy (the run's own, or none)"
+            f"{'defer' if state.defer else 'remove'}: as_logged replays what was sent; "
+            "deferring or removing tools is a what-if: choose a policy (the run's own, or none)"
         )
     try:
-        deferred_names(sk, deferral)
+        deferred_names(sk, deferral)  # checks the tools removed too
     except ValueError as exc:
         raise BadQuery(str(exc)) from None
     return deferral

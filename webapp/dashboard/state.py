@@ -77,11 +77,14 @@ class ViewState:
     """Tools whose definitions the state's policy defers (Anthropic's tool search), as a
     comma-separated list of names and `prefix*` patterns (contextsim.engine.deferral);
     "" for none."""
+    remove: str = ""
+    """Tools whose definitions the state's policy does not send at all (never called in
+    the log), as `defer`."""
 
     @property
     def deferral(self) -> Deferral | None:
-        """The state's deferral (None for none); `defer` was checked when read."""
-        return parse_deferral(self.defer)
+        """The state's deferral and removal (None for neither); checked when read."""
+        return parse_deferral(self.defer, removed=self.remove)
 
     def query(self, **override: Any) -> str:
         """The query string of this state, defaults left out (short permalinks)."""
@@ -98,6 +101,7 @@ class ViewState:
             "x": "" if self.x_axis == "step" else self.x_axis,
             "prices": self.prices,
             "defer": self.defer,
+            "remove": self.remove,
             **{k: _text(v) for k, v in changed_params(self.params).items()},
             **override,
         }
@@ -190,19 +194,24 @@ def read_state(
         defaults=tuple(defaults.items()),
         x_axis=_x_axis(query),
         prices=_prices(query),
-        defer=_defer(query),
+        defer=_tool_list(query, "defer"),
+        remove=_tool_list(query, "remove"),
     )
 
 
-def _defer(query: QueryDict) -> str:
-    raw = query.get("defer", "")
+def _tool_list(query: QueryDict, key: str) -> str:
+    """The query's `key` ("defer" or "remove"): tool names and patterns, checked and
+    written back canonically (contextsim.engine.deferral.parse_deferral)."""
+    raw = query.get(key, "")
     if len(raw) > MAX_DEFER_CHARS:
-        raise BadQuery(f"defer: at most {MAX_DEFER_CHARS:,} characters, got {len(raw):,}")
+        raise BadQuery(f"{key}: at most {MAX_DEFER_CHARS:,} characters, got {len(raw):,}")
     try:
-        found = parse_deferral(raw)
+        found = parse_deferral(raw) if key == "defer" else parse_deferral("", removed=raw)
     except ValueError as exc:
         raise BadQuery(str(exc)) from None
-    return "" if found is None else ",".join(found.patterns)
+    if found is None:
+        return ""
+    return ",".join(found.patterns if key == "defer" else found.removed)
 
 
 def _prices(query: QueryDict) -> str:
@@ -257,7 +266,17 @@ def form_values(query: QueryDict, defaults: dict[str, Any] | None = None) -> dic
     they asked for) over the defaults."""
     defaults = defaults or DEFAULTS
     values = {k: str(v) for k, v in defaults.items()}
-    extra = ("compare", "reconcile", "overhead", "scale", "borrow", "x", "prices", "defer")
+    extra = (
+        "compare",
+        "reconcile",
+        "overhead",
+        "scale",
+        "borrow",
+        "x",
+        "prices",
+        "defer",
+        "remove",
+    )
     values.update(dict.fromkeys(extra, ""))
     values.update({k: str(query[k]) for k in (*DEFAULTS, *extra) if k in query})
     try:

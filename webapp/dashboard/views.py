@@ -85,11 +85,11 @@ def _leniently(
     errors: dict[str, str] = {}
     policy = query.get("policy", "")
     while True:
-        deferring = str(error).startswith("defer: ")
-        field = "defer" if deferring else viewstate.param_of(policy, str(error))
+        listed = next((k for k in ("defer", "remove") if str(error).startswith(f"{k}: ")), "")
+        field = listed or viewstate.param_of(policy, str(error))
         if not field or field not in query or field in errors:
             return None
-        errors[field] = str(error).removeprefix("defer: " if deferring else f"{policy}: ")
+        errors[field] = str(error).removeprefix(f"{listed}: " if listed else f"{policy}: ")
         del query[field]
         try:
             return _analysed(request, frame, query=query), errors
@@ -169,7 +169,7 @@ def run_dashboard(request: HtmxHttpRequest, public_id: str) -> HttpResponse:
         permalink=state.query(),
         defer_links=deferring.defer_links(state, tools, servers, _own_policy(run)),
         deferral=deferring.saving(result),
-        undefer_query=replace(state, defer="").query(),
+        undefer_query=replace(state, defer="", remove="").query(),
         baseline_query=replace(state, policy=REPLAY, params=POLICIES[REPLAY].Params()).query(),
     )
     response = render(

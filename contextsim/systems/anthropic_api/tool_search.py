@@ -23,9 +23,16 @@ SEARCH_TOOL_TYPE = "tool_search_tool_regex_20251119"
 LAUNCH_BETA = "advanced-tool-use-2025-11-20"
 
 
-def tool_search_snippets(patterns: Sequence[str], names: Sequence[str]) -> tuple[Snippet, ...]:
+def tool_search_snippets(
+    patterns: Sequence[str], names: Sequence[str], removed: Sequence[str] = ()
+) -> tuple[Snippet, ...]:
     """The configuration that defers the tools `names` (chosen by `patterns`:
-    contextsim.engine.deferral) with Anthropic's tool search."""
+    contextsim.engine.deferral) with Anthropic's tool search, and leaves out the tools
+    `removed`."""
+    out = [_removal(sorted(set(removed)))] if removed else []
+    if not names:
+        return tuple(out)
+
     chosen = sorted(set(names))
     servers = sorted(
         {p[5:].split("__", 1)[0] for p in patterns if p.startswith("mcp__") and p.endswith("__*")}
@@ -45,7 +52,7 @@ def tool_search_snippets(patterns: Sequence[str], names: Sequence[str]) -> tuple
         "The simulation loads a deferred tool where it was first called in the log: a "
         "search that finds other tools too would load more.",
     ]
-    out = [
+    out += [
         Snippet(
             "anthropic-tool-search",
             "Messages API tools with tool search (Python)",
@@ -89,3 +96,22 @@ def tool_search_snippets(patterns: Sequence[str], names: Sequence[str]) -> tuple
             )
         )
     return tuple(out)
+
+
+def _removal(removed: list[str]) -> Snippet:
+    python = (
+        f"REMOVED = {json.dumps(removed, indent=4)}\n"
+        "# Never called in the run: not offered at all.\n"
+        'tools = [t for t in tools if t["name"] not in REMOVED]\n'
+    )
+    note = (
+        "A removed tool cannot be called: the run never called these, another task may. "
+        "In Claude Code, leave the MCP server out (claude mcp remove)."
+    )
+    return Snippet(
+        "anthropic-tool-list",
+        "Messages API tools, without these (Python)",
+        "python",
+        python,
+        (note,),
+    )
