@@ -179,6 +179,41 @@ def test_back_and_forward_keep_the_controls_in_step_with_the_results(page, sessi
 
 
 @pytest.mark.parametrize("session", SESSION, indirect=True)
+def test_the_budget_slider_moves_in_useful_steps_and_the_borrow_list_offers_no_summary(
+    page, session
+):
+    from webapp.models import Run
+
+    run, _ = session
+    # Beside it, a compaction's summary request and another session of the same model.
+    summary = Run.objects.create(
+        owner=run.owner,
+        title="summary",
+        model=run.model,
+        requests_with_usage=1,
+        compaction_request=True,
+    )
+    other = Run.objects.create(
+        owner=run.owner, title="another session", model=run.model, requests_with_usage=9
+    )
+    _open(page, run)
+    slider = page.locator("input[name=budget_slider]")
+    top, step = int(slider.get_attribute("max")), int(slider.get_attribute("step"))
+    # About 200 stops over the range, whatever the window (the log's: 200,000 here).
+    assert 100 <= top // step <= 400
+    before = int(page.locator("input[name=budget]").input_value())
+    slider.focus()
+    page.keyboard.press("ArrowLeft")
+    wait_until(page, f"document.querySelector('input[name=budget]').value !== '{before}'")
+    assert before - int(page.locator("input[name=budget]").input_value()) == step
+    # The fit to borrow: other runs of the model, never the request that wrote a summary.
+    offered = page.locator("select[name=borrow] option").evaluate_all(
+        "options => options.map(o => o.value).filter(v => v)"
+    )
+    assert other.public_id in offered and summary.public_id not in offered
+
+
+@pytest.mark.parametrize("session", SESSION, indirect=True)
 def test_the_png_is_titled_with_run_policy_and_estimator(page, session):
     from PIL import Image
 
