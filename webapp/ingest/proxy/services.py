@@ -10,7 +10,9 @@ own marker (contextsim.capture_session.session_marker); conversations of one ses
 after its first are subagents in its collection. Without a session, a call is matched
 against its owner's most recent captured conversations.
 
-One writer per process (a lock): placing a call reads what the previous call wrote.
+One writer per process (a lock): placing a call reads what the previous call wrote. A
+call is placed and counted before the database transaction that writes it, which holds
+the write lock for the writing alone.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from contextsim import model as core
 from contextsim.ingest.base import FormatError
 from contextsim.ingest.captures import (
     FORMAT,
+    Continuation,
     Conversation,
     Placement,
     choose,
@@ -40,7 +43,9 @@ from contextsim.systems.anthropic_api.format import AnthropicImporter
 from contextsim.systems.openai_api.format import OpenAIImporter
 from contextsim.systems.openai_api.responses import ResponsesDialect
 from webapp.models import CapturedCall, Run
-from webapp.store.actions.appends import do_append_messages, do_create_live_run
+from webapp.store.actions.appends import do_append_messages, do_create_live_run, live_rows
+from webapp.store.actions.rows import MessageRow
+from webapp.store.actions.saving import Prepared, prepare
 from webapp.store.actions.sessions import do_join_sessions
 from webapp.store.reads import stored_run
 
@@ -120,9 +125,14 @@ def record(owner: User, capture: Capture) -> CapturedCall:
         call.error = (call.error + "\n" if call.error else "") + f"not recorded: {exc}"
         call.save()
         return call
-    with _writer, transaction.atomic():
-        call.run, call.step = _place(owner, capture, request, response)
-        call.save()
+    with _writer:
+        # Placing reads, counting tokenizes: neither holds the database's write lock,
+        # which only the write itself takes (a 200 MB call must not freeze every other
+        # writer while its messages are counted).
+        plan = _plan(owner, capture, request, response)
+        with transaction.atomic():
+            call.run, call.step = _write(owner, plan)
+            call.save()
     return call
 
 
@@ -142,12 +152,30 @@ def _read(capture: Capture) -> tuple[tuple[core.Message, ...], core.Message | No
     return request, response
 
 
-def _place(
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Where a call goes, worked out and counted before anything is written: a new run
+    (`facts`, `prepared`, its stream key) or an append to `run` at `revision`."""
+
+    capture: Capture
+    reply: bool
+    facts: core.Run | None = None
+    prepared: Prepared | None = None
+    stream_key: str = ""
+    run: Run | None = None
+    conv: Conversation | None = None
+    placed: Placement | None = None
+    step: Continuation | None = None
+    rows: list[MessageRow] = field(default_factory=list)
+
+
+def _plan(
     owner: User,
     capture: Capture,
     request: tuple[core.Message, ...],
     response: core.Message | None,
-) -> tuple[Run, int]:
+) -> _Plan:
+    """Place the call (reads only) and count what it adds (no transaction open)."""
     runs = list(
         Run.objects.filter(
             owner=owner, format=FORMAT, stream_key__startswith=_key(capture.session)
@@ -157,12 +185,29 @@ def _place(
     at, placed = choose(known, request)
     reply = () if response is None else (response,)
     if at < 0:
-        run = _new_run(owner, capture, request, reply, len(runs))
-        conv = conversation((*request, *reply))
+        facts, key = _new_facts(owner, capture, (*request, *reply), len(runs))
+        return _Plan(capture, bool(reply), facts, prepare(facts), key)
+    step = continuation(placed, request, reply)
+    rows = live_rows(step.added)
+    return _Plan(
+        capture, bool(reply), run=runs[at], conv=known[at], placed=placed, step=step, rows=rows
+    )
+
+
+def _write(owner: User, plan: _Plan) -> tuple[Run, int]:
+    """Write what `plan` worked out (in the caller's transaction); the run and the
+    call's step."""
+    if plan.facts is not None and plan.prepared is not None:
+        run = do_create_live_run(owner, plan.facts, plan.stream_key, plan.prepared)
+        if plan.capture.session:
+            do_join_sessions(owner, [run])
+        conv = conversation(plan.facts.messages)
     else:
-        run, conv = _continue(runs[at], known[at], placed, request, reply)
+        assert plan.run is not None and plan.conv is not None
+        assert plan.placed is not None and plan.step is not None
+        run, conv = _continue(plan.run, plan.conv, plan.placed, plan.step, plan.rows, plan.reply)
     _remember(run, conv)
-    return run, _step(run, bool(reply))
+    return run, _step(run, plan.reply)
 
 
 def _key(session: str) -> str:
@@ -187,18 +232,13 @@ def _remember(run: Run, conv: Conversation) -> None:
         _conversations.popitem(last=False)
 
 
-def _new_run(
-    owner: User,
-    capture: Capture,
-    request: tuple[core.Message, ...],
-    reply: tuple[core.Message, ...],
-    others: int,
-) -> Run:
-    """A run for a conversation seen for the first time; a session's later ones are
-    its subagents."""
+def _new_facts(
+    owner: User, capture: Capture, messages: tuple[core.Message, ...], others: int
+) -> tuple[core.Run, str]:
+    """The run of a conversation seen for the first time, and its stream key; a
+    session's later ones are its subagents."""
     session = capture.session
     first = not Run.objects.filter(owner=owner, format=FORMAT, session_id=session).exists()
-    messages = (*request, *reply)
     facts = core.Run(
         title=title_of(messages),
         messages=messages,
@@ -209,34 +249,32 @@ def _new_run(
         subagent=bool(session) and not first,
     )
     count = Run.objects.filter(owner=owner, stream_key__startswith=_key(session)).count()
-    run = do_create_live_run(owner, facts, f"{_key(session)}{count + 1}")
-    if session:
-        do_join_sessions(owner, [run])
-    return run
+    return facts, f"{_key(session)}{count + 1}"
 
 
 def _continue(
     run: Run,
     conv: Conversation,
     placed: Placement,
-    request: tuple[core.Message, ...],
-    reply: tuple[core.Message, ...],
+    step: Continuation,
+    rows: list[MessageRow],
+    replied: bool,
 ) -> tuple[Run, Conversation]:
-    """Append the call to the conversation it continues; returns the run and the
-    conversation after."""
+    """Append the call (`step`, its new messages counted as `rows`; `replied`: it got a
+    response) to the conversation it continues; returns the run and the conversation
+    after."""
     end = run.message_count
-    step = continuation(placed, request, reply)
     if step.compacted:
         _add_compaction(run, end, conv)
     added, start = step.added, end - step.replaced
     keys = conv.keys[: len(conv.keys) - step.replaced]
     if not added:
         return run, conv
-    run = do_append_messages(run, added, start)
+    run = do_append_messages(run, added, start, rows)
     more = conversation(added)
     boundary = end if placed.kind == "compaction" else conv.boundary
-    last = more.last_text if reply else ""
-    return run, Conversation((*keys, *more.keys), conv.head, boundary, last, bool(reply))
+    last = more.last_text if replied else ""
+    return run, Conversation((*keys, *more.keys), conv.head, boundary, last, replied)
 
 
 def _add_compaction(run: Run, before: int, conv: Conversation) -> None:

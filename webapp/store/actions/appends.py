@@ -16,7 +16,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from contextsim import model as core
-from contextsim.counting.estimators import content_key
+from contextsim.counting.estimators import CountMemo, content_key
 from contextsim.ingest.base import ParsedFile
 from contextsim.ingest.detect import parse_path
 from webapp.models import AppendReceipt, Message, Run, Visibility
@@ -27,15 +27,20 @@ from webapp.store.actions.rows import (
     message_row,
     storable,
 )
-from webapp.store.actions.saving import NO_FIGURES, do_save_run, figures_after
+from webapp.store.actions.saving import NO_FIGURES, Prepared, figures_after, prepare, write
 from webapp.store.actions.sessions import do_join_sessions
 
 
-def do_create_live_run(owner: User, run: core.Run, stream_key: str = "") -> Run:
+def do_create_live_run(
+    owner: User, run: core.Run, stream_key: str = "", prepared: Prepared | None = None
+) -> Run:
     """Save `run` (its header and any first messages) as a private run that will grow;
-    `stream_key` names the log file and run it follows, if any."""
+    `stream_key` names the log file and run it follows, if any. Its messages are counted
+    before the write transaction (`prepared`: counted by the caller, who may hold a
+    transaction of its own: then it must count first)."""
+    prepared = prepared if prepared is not None else prepare(run)
     with transaction.atomic():
-        stored = do_save_run(run, owner=owner, visibility=Visibility.PRIVATE)
+        stored = write(prepared, owner=owner, visibility=Visibility.PRIVATE)
         Run.objects.filter(pk=stored.pk).update(
             last_append=timezone.now(), stream_key=stream_key[:600]
         )
@@ -43,12 +48,13 @@ def do_create_live_run(owner: User, run: core.Run, stream_key: str = "") -> Run:
     return stored
 
 
-@transaction.atomic
 def do_create_live_runs(owner: User, runs: Sequence[core.Run]) -> list[Run]:
-    """Save several runs that will grow (all or nothing), a subagent in one collection
-    with its session's run."""
-    saved = [do_create_live_run(owner, run) for run in runs]
-    do_join_sessions(owner, saved)
+    """Save several runs that will grow (all or nothing, counted before the write
+    transaction), a subagent in one collection with its session's run."""
+    prepared = [prepare(run) for run in runs]
+    with transaction.atomic():
+        saved = [do_create_live_run(owner, p.run, prepared=p) for p in prepared]
+        do_join_sessions(owner, saved)
     for run in saved:
         run.refresh_from_db(fields=["collection"])
     return saved
@@ -84,7 +90,7 @@ def do_append(
         if seen is not None:
             answered: dict[str, Any] = seen.answer
             return answered
-    rows = _rows(messages)  # counted before the write lock is taken
+    rows = live_rows(messages)  # counted before the write lock is taken
     with transaction.atomic():
         locked = Run.objects.select_for_update().only(*LOCKED).filter(pk=run.pk).first()
         if locked is None:
@@ -119,9 +125,10 @@ LOCKED = (
 answer says."""
 
 
-def _rows(messages: Sequence[core.Message]) -> list[MessageRow]:
-    """The rows of `messages`, counted as a live run's are (message_rows.LIVE_COUNTED)."""
-    return [message_row(m, LIVE_COUNTED) for m in messages]
+def live_rows(messages: Sequence[core.Message], memo: CountMemo | None = None) -> list[MessageRow]:
+    """The rows of `messages`, counted as a live run's are (message_rows.LIVE_COUNTED),
+    through `memo` when given (counts made before a write transaction began)."""
+    return [message_row(m, LIVE_COUNTED, memo) for m in messages]
 
 
 def do_append_messages(
@@ -132,13 +139,15 @@ def do_append_messages(
 ) -> Run:
     """Store `messages` from position `start` on (default: after the last one),
     replacing any stored message from there: all or nothing. Counts every new message
-    as a live run's are (message_rows.LIVE_COUNTED); skeletons are rebuilt when next
-    needed. Returns the run, updated.
+    as a live run's are (message_rows.LIVE_COUNTED), before the write transaction, unless
+    the caller counted them (`rows`: a caller in a transaction of its own must); skeletons
+    are rebuilt when next needed. Returns the run, updated.
 
     Requests before `start` are unchanged, so permalinks to them stay valid."""
+    rows = live_rows(messages) if rows is None else rows  # counted before the write lock
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
-        _append_locked(locked, messages, start, _rows(messages) if rows is None else rows)
+        _append_locked(locked, messages, start, rows)
     run.refresh_from_db()
     return run
 
@@ -230,6 +239,7 @@ def do_sync_run(
     run: core.Run,
     stored: Run | None,
     synced: Sequence[core.Message] | None = None,
+    memo: CountMemo | None = None,
 ) -> tuple[Run, int | None]:
     """Bring `stored`, the live run that follows `key`, in step with `run` as its source
     now says: created (private, owned by `owner`, joined to its session) when None;
@@ -237,7 +247,8 @@ def do_sync_run(
     first that differs. `synced`, when the caller knows it, is what `stored` holds (the
     messages of the run it was last brought in step with, unchanged since): then the
     stored messages are not read. Returns the stored run and how many messages were
-    added or replaced (None when nothing changed)."""
+    added or replaced (None when nothing changed). `memo`: counts made before the
+    caller's transaction, which the new messages' rows are counted through."""
     if stored is None:
         stored = do_create_live_run(owner, run, key)
         do_join_sessions(owner, [stored])
@@ -246,7 +257,7 @@ def do_sync_run(
     start = _first_difference(stored, run) if synced is None else first_change(synced, run.messages)
     if start < len(run.messages) or start < stored.message_count:
         tail = run.messages[start:]
-        do_append_messages(stored, tail, start, _rows(tail))
+        do_append_messages(stored, tail, start, live_rows(tail, memo))
         return stored, len(run.messages) - start
     return stored, None
 

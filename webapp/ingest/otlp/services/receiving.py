@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import F
 
 from contextsim import model as core
+from contextsim.counting.estimators import CountMemo, content_key
 from contextsim.ingest.base import FormatError
 from contextsim.systems.otel.spans import BODY, SpanCall, calls_of
 from webapp.ingest.otlp.services import events as span_events
@@ -51,6 +52,7 @@ def receive_export(
     their JSON)."""
     groups: dict[str, list[SpanCall]] = defaultdict(list)
     moved: set[str] = set()
+    memo = _precounted(export)
     try:
         with transaction.atomic():
             # Events received as log records are read with their spans; the owner's
@@ -70,15 +72,34 @@ def receive_export(
             for key in moved:  # their stored calls changed: read again
                 follow.FOLLOWED.pop((owner.pk, key), None)
             stored, runs, planned = (
-                _receive(owner, groups, rejected, serialized) if groups else (0, [], set())
+                _receive(owner, groups, rejected, serialized, memo) if groups else (0, [], set())
             )
-            runs += _resync_groups(owner, moved - planned)
+            runs += _resync_groups(owner, moved - planned, memo)
     except BaseException:
         # What this process followed may be ahead of what the rollback leaves stored.
         for key in groups.keys() | moved:
             follow.FOLLOWED.pop((owner.pk, key), None)
         raise
     return Receipt(stored, tuple(rejected), tuple(runs))
+
+
+def _precounted(export: Any) -> CountMemo:
+    """The export's messages counted as a live run's are, before the write transaction:
+    the rows written under its lock find their counts here (an export that does not
+    read counts nothing: the transaction says why)."""
+    memo = CountMemo()
+    try:
+        found = calls_of(export)
+    except FormatError:
+        return memo
+    for call in found.calls:
+        exchange = call.exchange
+        reply = () if exchange.response is None else (exchange.response,)
+        for message in (*exchange.request, *reply):
+            key = content_key(message)
+            for estimator in LIVE_COUNTED.values():
+                memo.count(message, estimator, key)
+    return memo
 
 
 def lock_owner(owner: User) -> None:
@@ -108,7 +129,7 @@ def resync(owner: User, ids: set[tuple[str, str]]) -> list[Run]:
     return _resync_groups(owner, keys)
 
 
-def _resync_groups(owner: User, keys: set[str]) -> list[Run]:
+def _resync_groups(owner: User, keys: set[str], memo: CountMemo | None = None) -> list[Run]:
     """Bring the runs of the groups `keys` in step with what they store, read again; a
     group left with no span (its calls moved to their conversation's) is deleted with
     its run. Returns the runs that changed."""
@@ -128,7 +149,7 @@ def _resync_groups(owner: User, keys: set[str]) -> list[Run]:
             continue
         followed = follow.Followed(follow.conversation_of(group, calls))
         plans.append(Plan(group, [], followed, followed.conversation.run(BODY, None), None))
-    return _apply(owner, plans)
+    return _apply(owner, plans, memo)
 
 
 def _unstorable(call: SpanCall) -> str:
@@ -147,6 +168,7 @@ def _receive(
     groups: dict[str, list[SpanCall]],
     rejected: list[str],
     serialized: Mapping[tuple[str, str], bytes],
+    memo: CountMemo | None = None,
 ) -> tuple[int, list[Run], set[str]]:
     """Store the calls not stored before and bring their groups' runs in step (in the
     caller's transaction). Returns how many calls were new, the runs that changed and
@@ -169,15 +191,15 @@ def _receive(
             for c in p.new
         ]
     )
-    runs = _apply(owner, plans)
+    runs = _apply(owner, plans, memo)
     return sum(len(p.new) for p in plans), runs, {p.group.key for p in plans}
 
 
-def _apply(owner: User, plans: list[Plan]) -> list[Run]:
+def _apply(owner: User, plans: list[Plan], memo: CountMemo | None = None) -> list[Run]:
     """Bring the planned groups' runs in step, a new version of each group (what
     another process followed of it is stale). Returns the runs that changed."""
     SpanGroup.objects.filter(pk__in=[p.group.pk for p in plans]).update(version=F("version") + 1)
-    runs = _bring_in_step(owner, plans)
+    runs = _bring_in_step(owner, plans, memo)
     for plan in plans:
         _keep_followed(owner, plan)
     return runs
@@ -214,7 +236,7 @@ def _plan(owner: User, group: SpanGroup, new: list[SpanCall]) -> Plan:
     return Plan(group, new, followed, followed.conversation.run(BODY, None), synced)
 
 
-def _bring_in_step(owner: User, plans: list[Plan]) -> list[Run]:
+def _bring_in_step(owner: User, plans: list[Plan], memo: CountMemo | None) -> list[Run]:
     """Bring every planned group's run in step: new runs created together, runs that
     only grew appended together, any other change (a tail replaced, a new title or
     compaction, a run this process did not follow) one run at a time. Returns the
@@ -225,17 +247,19 @@ def _bring_in_step(owner: User, plans: list[Plan]) -> list[Run]:
         stored = plan.group.run
         if stored is None:
             continue
-        growth = _growth(stored, plan)
+        growth = _growth(stored, plan, memo)
         if growth is None:
             whole = Run.objects.get(pk=stored.pk)
-            _, count = do_sync_run(owner, _stream_key(plan.group), plan.run, whole, plan.synced)
+            _, count = do_sync_run(
+                owner, _stream_key(plan.group), plan.run, whole, plan.synced, memo
+            )
             plan.group.run = whole
             changed += [whole] if count is not None else []
         elif growth.messages:
             growths.append(growth)
     do_grow_runs(growths)
     made = do_create_runs(
-        owner, [(p.run, _stream_key(p.group), _rows(p.run.messages)) for p in new]
+        owner, [(p.run, _stream_key(p.group), _rows(p.run.messages, memo)) for p in new]
     )
     for plan, run in zip(new, made, strict=True):
         plan.group.run = run
@@ -243,7 +267,7 @@ def _bring_in_step(owner: User, plans: list[Plan]) -> list[Run]:
     return [*made, *(g.stored for g in growths), *changed]
 
 
-def _growth(stored: Run, plan: Plan) -> Growth | None:
+def _growth(stored: Run, plan: Plan, memo: CountMemo | None) -> Growth | None:
     """The messages to add at the end of `stored` when that is all that changes (none
     when nothing does); None when more changes, or what it holds is not known."""
     synced, messages = plan.synced, plan.run.messages
@@ -253,11 +277,11 @@ def _growth(stored: Run, plan: Plan) -> Growth | None:
     if header_of(stored, plan.run) != kept or first_change(synced, messages) < len(synced):
         return None
     tail = messages[len(synced) :]
-    return Growth(stored, tail, _rows(tail))
+    return Growth(stored, tail, _rows(tail, memo))
 
 
-def _rows(messages: Sequence[core.Message]) -> list[MessageRow]:
-    return [message_row(m, LIVE_COUNTED) for m in messages]
+def _rows(messages: Sequence[core.Message], memo: CountMemo | None) -> list[MessageRow]:
+    return [message_row(m, LIVE_COUNTED, memo) for m in messages]
 
 
 def _stream_key(group: SpanGroup) -> str:
