@@ -1,6 +1,7 @@
 """The ASGI entry point (`manage.py serve` runs it with uvicorn): the capture proxy
 (`/proxy/...`, webapp.ingest.proxy.views) on the event loop, the streaming API's appends through
-Django in threads of their own (webapp.runtime.append_lane), everything else through Django."""
+Django in threads of their own (webapp.runtime.append_lane), everything else through Django;
+all of it behind the doors' size and origin checks (webapp.runtime.doors)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 django_app = get_asgi_application()
 
 from webapp.ingest.proxy import views as proxy  # noqa: E402
-from webapp.runtime import append_lane, heap  # noqa: E402
+from webapp.runtime import append_lane, doors, heap  # noqa: E402
 
 heap.settle()
 
 
-async def application(scope, receive, send):  # type: ignore[no-untyped-def]
+async def dispatch(scope, receive, send):  # type: ignore[no-untyped-def]
     if scope["type"] == "lifespan":
         # Nothing to start or stop: the proxy's client pool is made on first use.
         await receive()  # lifespan.startup
@@ -37,3 +38,8 @@ async def application(scope, receive, send):  # type: ignore[no-untyped-def]
         await append_lane.app(scope, receive, send)
         return
     await django_app(scope, receive, send)
+
+
+application = doors.guarded(dispatch)
+"""Every door bounded before its body is read, machine doors closed to other sites
+(webapp.runtime.doors)."""

@@ -231,7 +231,13 @@ if S3_BUCKET:
             "max_memory_size": FILE_UPLOAD_MAX_MEMORY_SIZE,
         },
     }
-DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("CONTEXTSIM_MAX_REQUEST_BYTES", 20 * 1024 * 1024))
+"""The largest body a page, the API or the OTLP receiver reads (webapp.runtime.doors)."""
+MAX_PROXY_REQUEST_BYTES = int(
+    os.environ.get("CONTEXTSIM_MAX_PROXY_REQUEST_BYTES", 64 * 1024 * 1024)
+)
+"""The largest model call the capture proxy forwards: above the providers' own limits
+(Anthropic's Messages API takes at most 32 MB a request)."""
 # The capture proxy's upstreams (webapp.ingest.proxy.views), and how long it waits between two
 # pieces of an answer (a model thinking before it writes) before giving up.
 UPSTREAM_ANTHROPIC = os.environ.get("CONTEXTSIM_UPSTREAM_ANTHROPIC", "https://api.anthropic.com")
