@@ -238,6 +238,9 @@ MAX_PROXY_REQUEST_BYTES = int(
 )
 """The largest model call the capture proxy forwards: above the providers' own limits
 (Anthropic's Messages API takes at most 32 MB a request)."""
+MAX_PROXY_RECORD_BYTES = int(os.environ.get("CONTEXTSIM_MAX_PROXY_RECORD_BYTES", 64 * 1024 * 1024))
+"""The most of an upstream's answer the capture proxy records (as sent, and once
+inflated): the client still gets every byte; what is recorded is cut there, saying so."""
 # The capture proxy's upstreams (webapp.ingest.proxy.views), and how long it waits between two
 # pieces of an answer (a model thinking before it writes) before giving up.
 UPSTREAM_ANTHROPIC = os.environ.get("CONTEXTSIM_UPSTREAM_ANTHROPIC", "https://api.anthropic.com")

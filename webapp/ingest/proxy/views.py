@@ -17,6 +17,7 @@ cookies) go upstream and nowhere else; `X-Contextsim-*` headers go nowhere.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import time
@@ -196,7 +197,7 @@ async def _forward(
     sent.pop("content-length", None)
     sent.setdefault("accept-encoding", "identity")  # else the client would add its own
     started = time.time()
-    kept: list[bytes] | None = [] if target.endpoint else None
+    kept = _Kept(settings.MAX_PROXY_RECORD_BYTES) if target.endpoint else None
     status, first, error, answer_headers = 0, None, "", {}
     try:
         request = _client().build_request(scope["method"], target.url, headers=sent, content=body)
@@ -214,11 +215,42 @@ async def _forward(
     if kept is None:
         return
     done = time.time()
+    if kept.cut:
+        error = (error + "; " if error else "") + kept.said()
     capture = _capture(
-        target, headers, body, status, answer_headers, b"".join(kept), started, first, done, error
+        target, headers, body, status, answer_headers, kept.data(), started, first, done, error
     )
     if capture is not None:
         await asyncio.get_running_loop().run_in_executor(_writer, _record, owner, capture)
+
+
+class _Kept:
+    """What is recorded of an answer: its bytes up to `limit`, then nothing more (the
+    client still gets them all)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.cut = False
+
+    def add(self, chunk: bytes) -> None:
+        if self.cut:
+            return
+        room = self.limit - self.size
+        if len(chunk) > room:
+            chunk, self.cut = chunk[:room], True
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+
+    def data(self) -> bytes:
+        return b"".join(self.chunks)
+
+    def said(self) -> str:
+        return (
+            f"the answer was over {self.limit:,} bytes: recorded up to there "
+            "(CONTEXTSIM_MAX_PROXY_RECORD_BYTES); the client got all of it"
+        )
 
 
 @dataclass(slots=True)
@@ -230,7 +262,7 @@ class _Answer:
 
 
 async def _relay(
-    receive: Receive, send: Send, upstream: httpx.Response, kept: list[bytes] | None
+    receive: Receive, send: Send, upstream: httpx.Response, kept: _Kept | None
 ) -> _Answer:
     """Pass the upstream's answer on as it arrives, until it ends or the client goes
     away (then the upstream connection is closed at once: a model left streaming to
@@ -256,7 +288,7 @@ async def _disconnected(receive: Receive) -> None:
 
 
 async def _pass_on(
-    send: Send, upstream: httpx.Response, kept: list[bytes] | None, answer: _Answer
+    send: Send, upstream: httpx.Response, kept: _Kept | None, answer: _Answer
 ) -> None:
     out = [
         (k.encode("latin-1"), v.encode("latin-1"))
@@ -268,7 +300,7 @@ async def _pass_on(
         async for chunk in upstream.aiter_raw():
             answer.first = answer.first or time.time()
             if kept is not None:
-                kept.append(chunk)
+                kept.add(chunk)
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     except httpx.HTTPError as exc:
@@ -304,9 +336,13 @@ def _capture(
         return None
     if not isinstance(data, dict):
         return None
-    text = _decoded(raw, answer_headers.get("content-encoding", ""))
+    limit = settings.MAX_PROXY_RECORD_BYTES
+    text, unread = _decoded(raw, answer_headers.get("content-encoding", ""), limit)
     streamed = "text/event-stream" in answer_headers.get("content-type", "")
-    answer, failure = _answer(target, text, streamed) if 200 <= status < 300 else (None, "")
+    answer: dict[str, Any] | None = None
+    failure = unread
+    if not unread and 200 <= status < 300:
+        answer, failure = _answer(target, text, streamed)
     if status >= 300 and not error:
         error = f"upstream answered {status}: {text[:4000]}"
     return Capture(
@@ -320,29 +356,40 @@ def _capture(
         done=done,
         session=headers.get("x-contextsim-session") or session_marker(data, headers),
         streamed=streamed,
-        error=error or failure,
+        error="; ".join(e for e in (error, failure) if e),
         params={k: v for k, v in data.items() if k not in NOT_PARAMS},
     )
 
 
-def _decoded(raw: bytes, encoding: str) -> str:
+def _decoded(raw: bytes, encoding: str, limit: int) -> tuple[str, str]:
+    """The answer's text, inflated to at most `limit` bytes (a small answer may inflate
+    to gigabytes), and why it could not be read whole ("" when it could)."""
     encoding = encoding.strip().lower()
     try:
         if encoding in ("gzip", "x-gzip"):
-            raw = zlib.decompress(raw, 16 + zlib.MAX_WBITS)
+            raw = _inflated(zlib.decompressobj(16 + zlib.MAX_WBITS), raw, limit)
         elif encoding == "deflate":
-            raw = zlib.decompress(raw)
+            raw = _inflated(zlib.decompressobj(), raw, limit)
         elif encoding == "br":
             import brotli  # type: ignore[import-not-found]  # httpx asks for br only when it is installed
 
-            raw = brotli.decompress(raw)
+            raw = brotli.Decompressor().process(raw, output_buffer_limit=limit + 1)
         elif encoding == "zstd":
             import zstandard
 
-            raw = zstandard.ZstdDecompressor().decompressobj().decompress(raw)
+            with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw)) as reader:
+                raw = reader.read(limit + 1)
     except Exception as exc:  # a body we cannot read is recorded as unread, never fatal
-        return f"(answer encoded as {encoding!r}, unreadable here: {exc})"
-    return raw.decode("utf-8", errors="replace")
+        return "", f"the answer is encoded as {encoding!r}, unreadable here: {exc}"
+    if len(raw) > limit:
+        setting = "CONTEXTSIM_MAX_PROXY_RECORD_BYTES"
+        return "", f"the answer inflated past {limit:,} bytes ({setting}): not recorded"
+    return raw.decode("utf-8", errors="replace"), ""
+
+
+def _inflated(inflater: Any, raw: bytes, limit: int) -> bytes:
+    """At most limit + 1 bytes of `raw` inflated (one more says it goes on)."""
+    return bytes(inflater.decompress(raw, limit + 1))
 
 
 def _answer(target: Route, text: str, streamed: bool) -> tuple[dict[str, Any] | None, str]:
