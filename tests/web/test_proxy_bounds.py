@@ -5,6 +5,7 @@ that inflates to far more than the limit is never inflated past it."""
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +13,7 @@ import httpx
 import pytest
 
 from tests.upstream import Upstream, serving
+from tests.web.test_doors import _raw
 from tests.web.test_proxy import PROVIDER_KEY, recorded
 from webapp.access.services.tokens import create_token
 
@@ -102,3 +104,84 @@ def test_a_small_gzip_answer_that_inflates_hugely_is_not_inflated_past_the_limit
     assert answer.content == gzip.decompress(packed)  # the client's own httpx inflates it
     (call,) = recorded(1)
     assert "inflated past 100,000 bytes" in call.error and "recorded up to" not in call.error
+
+
+def _echoing_401() -> Any:
+    """An upstream that refuses the key, saying it back (as real APIs' errors do)."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        while (await receive()).get("more_body"):
+            pass
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        body = json.dumps({"error": {"message": f"invalid x-api-key {headers['x-api-key']}"}})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body.encode()})
+
+    return app
+
+
+def test_an_upstream_that_says_the_key_back_is_recorded_without_it(alice, through):
+    url = through(_echoing_401())
+    key = create_token(alice, "proxy")[1]
+    answer = httpx.post(f"{url}/proxy/anthropic/v1/messages", json=BODY, headers=_headers(key))
+    assert answer.status_code == 401 and PROVIDER_KEY in answer.text  # the client sees it
+    (call,) = recorded(1)
+    assert PROVIDER_KEY not in call.error and "[redacted]" in call.error
+
+
+@pytest.mark.parametrize(
+    "path, said",
+    [
+        ("/proxy/anthropic/v1/../../admin", b"climb out"),
+        ("/proxy/anthropic/v1/%2e%2e/%2e%2e/admin", b"climb out"),
+        ("/proxy/anthropic/v1/messages%0d%0aX-Injected:%201", b"control characters"),
+    ],
+)
+def test_a_path_that_leaves_the_provider_or_breaks_the_request_is_refused(
+    alice, through, path, said
+):
+    upstream = Upstream()
+    url = through(upstream)
+    key = create_token(alice, "proxy")[1]
+    head = f"POST {path} HTTP/1.1\nHost: 127.0.0.1\nX-Contextsim-Key: {key}\nContent-Length: 2\n"
+    status, answer, _ = _raw(url, head, (b"{}",))
+    assert status == 400 and said in answer
+    assert upstream.seen == []
+
+
+def test_cookies_and_forwarding_headers_stay_here_and_a_foreign_host_is_refused(alice, through):
+    upstream = Upstream()
+    url = through(upstream)
+    key = create_token(alice, "proxy")[1]
+    extra = {"cookie": "sessionid=abc", "x-forwarded-for": "10.0.0.1", "forwarded": "for=10.0.0.1"}
+    answer = httpx.post(
+        f"{url}/proxy/anthropic/v1/messages", json=BODY, headers=_headers(key, **extra)
+    )
+    assert answer.status_code == 200
+    sent = upstream.seen[0].headers
+    assert not {"cookie", "x-forwarded-for", "forwarded"} & set(sent)
+    assert sent["x-api-key"] == PROVIDER_KEY  # the provider's own key goes on
+    foreign = (
+        "POST /proxy/anthropic/v1/messages HTTP/1.1\nHost: evil.example\n"
+        f"X-Contextsim-Key: {key}\nContent-Length: 2\n"
+    )
+    status, said, _ = _raw(url, foreign, (b"{}",))
+    assert status == 400 and b"Host not allowed" in said and len(upstream.seen) == 1
+
+
+def test_bad_keys_at_the_proxy_are_limited_as_at_the_api(through, settings):
+    settings.RATE_BAD_API_KEYS = "5/m"
+    url = through(Upstream())
+    codes = [
+        httpx.post(
+            f"{url}/proxy/anthropic/v1/messages", json=BODY, headers={"x-contextsim-key": f"bad{i}"}
+        ).status_code
+        for i in range(7)
+    ]
+    assert codes[:5] == [401] * 5 and codes[-1] == 429

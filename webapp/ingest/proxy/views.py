@@ -10,8 +10,12 @@ threads, the recording after the client has its whole answer.
 
 Who calls: a contextsim API key in `X-Contextsim-Key` or the path
 (`/proxy/k/<key>/anthropic/...`), else the local user in single-user local mode
-(webapp.access.callers). Headers carrying the provider's key (`x-api-key`, `authorization`,
-cookies) go upstream and nowhere else; `X-Contextsim-*` headers go nowhere.
+(webapp.access.callers); too many bad keys from one address are refused for a while,
+as at the API. Headers carrying the provider's key (`x-api-key`, `authorization`) go
+upstream and nowhere else, and what is recorded has them (and a key in the query) taken
+out; `X-Contextsim-*` headers, the client's cookies and what a proxy in front of this
+server says about the client (`X-Forwarded-*`, `Forwarded`, `Via`) go nowhere. A path
+that climbs out of the provider's (`..`) or holds control characters is refused.
 """
 
 from __future__ import annotations
@@ -24,12 +28,16 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import parse_qsl
 
 import httpx
 from django.conf import settings
 from django.db import close_old_connections
+from django.http import HttpRequest
+from django.http.request import split_domain_port, validate_host
+from django_ratelimit.core import is_ratelimited
 
 from contextsim.ingest import sse
 from contextsim.ingest.captures import session_marker
@@ -55,8 +63,19 @@ HOP_BY_HOP = frozenset(
         "transfer-encoding",
         "upgrade",
         "host",
+        # The browser's and the front proxy's, not the provider's business.
+        "cookie",
+        "x-forwarded-for",
+        "x-forwarded-host",
+        "x-forwarded-proto",
+        "x-forwarded-port",
+        "forwarded",
+        "via",
+        "x-real-ip",
     }
 )
+SECRET_HEADERS = ("x-api-key", "authorization", "api-key", "x-goog-api-key")
+SECRET_PARAMS = frozenset({"key", "api_key", "api-key", "apikey", "access_token", "token"})
 OURS = ("x-contextsim-",)
 NOT_PARAMS = frozenset({"messages", "system", "tools", "input", "instructions"})
 KEY_SECONDS = 10.0
@@ -78,8 +97,18 @@ class Route:
     endpoint: str
 
 
+class BadPath(ValueError):
+    """A proxy path that cannot be forwarded; the message says why."""
+
+
 def route(path: str, query: bytes, method: str) -> Route | None:
-    """Where a `/proxy/...` request goes, or None for a path that names no provider."""
+    """Where a `/proxy/...` request goes, or None for a path that names no provider.
+    Raises BadPath for one with control characters or a `.`/`..` segment (which would
+    leave the provider's base path)."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path + query.decode("latin-1")):
+        raise BadPath("the path holds control characters")
+    if any(part in (".", "..") for part in path.split("/")):
+        raise BadPath("the path may not climb out of the provider's ('.' or '..')")
     rest = path[len(PREFIX) :]
     key = ""
     if rest.startswith("k/"):
@@ -112,7 +141,11 @@ def _endpoint(provider: str, tail: str, method: str) -> str:
 
 async def app(scope: Scope, receive: Receive, send: Send) -> None:
     """The ASGI application of every `/proxy/` path."""
-    target = route(scope["path"], scope.get("query_string", b""), scope["method"])
+    try:
+        target = route(scope["path"], scope.get("query_string", b""), scope["method"])
+    except BadPath as exc:
+        await _refuse(send, 400, "invalid_request_error", f"contextsim proxy: {exc}")
+        return
     if target is None:
         await _refuse(
             send,
@@ -122,8 +155,21 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
         )
         return
     headers = _headers(scope)
+    if not _allowed_host(headers.get("host", "")):
+        await _refuse(send, 400, "invalid_request_error", "contextsim proxy: Host not allowed")
+        return
+    address = (scope.get("client") or ("", 0))[0]
+    if await _limited(address, increment=False):
+        await _refuse(
+            send,
+            429,
+            "rate_limit_error",
+            "contextsim proxy: too many bad API keys from your address: wait a minute",
+        )
+        return
     owner = await _owner(target.key or headers.get("x-contextsim-key", ""), scope, headers)
     if owner is None:
+        await _limited(address, increment=True)
         await _refuse(
             send,
             401,
@@ -134,6 +180,51 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
         return
     body = await _body(receive)
     await _forward(scope, receive, send, target, headers, body, owner)
+
+
+def _secrets(headers: dict[str, str], query: bytes) -> list[str]:
+    """The provider's keys the client sent (in its headers and its query string), which
+    nothing recorded may hold: an upstream's error often says the key back."""
+    found = []
+    for name in SECRET_HEADERS:
+        value = headers.get(name, "").strip()
+        scheme, _, rest = value.partition(" ")
+        found.append(rest.strip() if scheme.lower() == "bearer" else value)
+    for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=False):
+        if name.lower() in SECRET_PARAMS:
+            found.append(value)
+    return sorted({s for s in found if len(s) >= 8}, key=len, reverse=True)
+
+
+def _redacted(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "[redacted]")
+    return text
+
+
+def _allowed_host(host: str) -> bool:
+    """Whether the Host header is one the server answers to (ALLOWED_HOSTS, as Django
+    checks it for the pages)."""
+    allowed = list(settings.ALLOWED_HOSTS)
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    name, _ = split_domain_port(host)
+    return bool(name) and validate_host(name, allowed)
+
+
+async def _limited(address: str, increment: bool) -> bool:
+    """Whether the address is over the bad-key limit (the API's: RATE_BAD_API_KEYS),
+    counting one more bad key when `increment`."""
+
+    def check() -> bool:
+        request = HttpRequest()
+        request.META["REMOTE_ADDR"] = address
+        rate = settings.RATE_BAD_API_KEYS
+        return bool(
+            is_ratelimited(request, group="api-bad-key", key="ip", rate=rate, increment=increment)
+        )
+
+    return await asyncio.get_running_loop().run_in_executor(_lookups, check)
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -217,9 +308,12 @@ async def _forward(
     done = time.time()
     if kept.cut:
         error = (error + "; " if error else "") + kept.said()
+    secrets = _secrets(headers, scope.get("query_string", b""))
     capture = _capture(
         target, headers, body, status, answer_headers, kept.data(), started, first, done, error
     )
+    if capture is not None and secrets:
+        capture = replace(capture, error=_redacted(capture.error, secrets))
     if capture is not None:
         await asyncio.get_running_loop().run_in_executor(_writer, _record, owner, capture)
 
