@@ -30,6 +30,8 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from webapp.access.static_headers import add_headers as add_static_headers
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -128,13 +130,21 @@ CONTENT_SECURITY_POLICY = {
 CACHES = {
     "default": (
         {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": os.environ["CACHE_URL"],
+            # A Redis that does not answer within a second counts as down.
+            "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 1, "SOCKET_TIMEOUT": 1},
         }
         if os.environ.get("CACHE_URL", "").startswith("redis")
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
 }
+# Redis down: the limits let requests through (logged by django_redis) instead of
+# failing every request that counts (django-redis's ignored exceptions, read as
+# django-ratelimit's fail-open).
+DJANGO_REDIS_IGNORE_EXCEPTIONS = True
+DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
+RATELIMIT_FAIL_OPEN = True
 RATE_SIGN_IN = os.environ.get("CONTEXTSIM_RATE_SIGN_IN", "10/m")
 RATE_BAD_API_KEYS = os.environ.get("CONTEXTSIM_RATE_BAD_API_KEYS", "20/m")
 RATE_RETRY_AFTER = 60
@@ -202,6 +212,7 @@ WHITENOISE_USE_FINDERS = DEBUG or env_bool("CONTEXTSIM_STATIC_FROM_SOURCE", Fals
 # Unversioned names: cache for ten minutes, so plotly.js (1.5 MB, static/vendor) is
 # fetched and compiled once per visit, while an upgrade still shows within minutes.
 WHITENOISE_MAX_AGE = 600
+WHITENOISE_ADD_HEADERS_FUNCTION = add_static_headers
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",

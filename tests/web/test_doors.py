@@ -134,3 +134,14 @@ def test_a_browser_write_from_another_site_is_refused_and_an_agents_is_not(serve
         agent = client.post("/api/runs/", content=body, headers=auth)
         assert own.status_code == agent.status_code == 201
     assert Run.objects.count() == 2
+
+
+def test_static_files_cannot_be_framed_or_run_anything(settings):
+    from django.test import Client
+
+    settings.WHITENOISE_USE_FINDERS = settings.WHITENOISE_AUTOREFRESH = True
+    response = Client().get("/static/js/dashboard.js")
+    assert response.status_code == 200
+    assert response["X-Frame-Options"] == "DENY"
+    assert "frame-ancestors 'none'" in response["Content-Security-Policy"]
+    assert response["X-Content-Type-Options"] == "nosniff"

@@ -3,6 +3,8 @@ Retry-After once over the limit; a good key from a limited address is refused to
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.core.cache import cache
 from django.test import Client
@@ -54,3 +56,32 @@ def test_bad_api_keys_over_the_limit_get_429_and_then_even_a_good_key(alice):
     assert again.status_code == 429
     other = Client(REMOTE_ADDR="10.9.9.9", headers={"Authorization": f"Bearer {good}"})
     assert other.get("/api/runs/none/").status_code == 404  # another address is not limited
+
+
+def test_with_their_redis_down_the_limits_let_requests_through_and_say_so(alice, settings, caplog):
+    # A closed port: every count fails at once.
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",
+            "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 1, "SOCKET_TIMEOUT": 1},
+        }
+    }
+    client = Client()
+    key = create_token(alice, "agent")[1]
+    body = json.dumps({"contextsim": 1, "runs": [{"title": "t", "messages": []}]})
+    bad = client.post(
+        "/api/runs/", body, content_type="application/json", headers={"Authorization": "Bearer x"}
+    )
+    good = client.post(
+        "/api/runs/",
+        body,
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    signed = client.post("/login/", {"username": "alice", "password": "wrong"})
+    assert (bad.status_code, good.status_code) == (401, 201)
+    assert signed.status_code == 200  # the sign-in form again, not a 500
+    assert any(
+        "redis" in r.name.lower() or "redis" in r.getMessage().lower() for r in caplog.records
+    )
