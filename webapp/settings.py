@@ -273,7 +273,10 @@ CSRF_COOKIE_HTTPONLY = False
 # Behind TLS (a reverse proxy that terminates it): CONTEXTSIM_HTTPS=1 turns on all that
 # follows; each can also be set on its own. `check --deploy` is then clean.
 HTTPS = env_bool("CONTEXTSIM_HTTPS", False)
-if env_bool("CONTEXTSIM_BEHIND_PROXY", HTTPS):
+BEHIND_PROXY = env_bool("CONTEXTSIM_BEHIND_PROXY", HTTPS)
+"""A reverse proxy is in front: its X-Forwarded-Proto and, from the addresses in
+CONTEXTSIM_FORWARDED_ALLOW_IPS, its X-Forwarded-For are believed (webapp.runtime.server)."""
+if BEHIND_PROXY:
     # Trust the proxy's word that the visitor used https (share links say https://).
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("CONTEXTSIM_SECURE_COOKIES", HTTPS)

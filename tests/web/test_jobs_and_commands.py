@@ -120,6 +120,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _running(group: int) -> list[str]:
+    """The processes of a process group that still run (a killed one that its new
+    parent has not reaped yet is not running)."""
+    found = subprocess.run(["ps", "-o", "pid=,stat=", "-g", str(group)], capture_output=True)
+    rows = [line.split() for line in found.stdout.decode().splitlines()]
+    return [pid for pid, state in rows if not state.startswith("Z")]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_serve_migrates_starts_a_worker_and_serves_the_dashboard(tmp_path: Path):
     port = free_port()
@@ -146,42 +154,29 @@ def test_serve_migrates_starts_a_worker_and_serves_the_dashboard(tmp_path: Path)
         assert "No runs yet." in page
         css = urllib.request.urlopen(f"http://127.0.0.1:{port}/static/css/app.css").read()
         assert b"--accent" in css
-        children = subprocess.run(
-            ["pgrep", "-f", "celery -A webapp worker", "-g", str(server.pid)],
-            capture_output=True,
-            text=True,
-        )
-        assert children.stdout.strip(), "serve started no Celery worker"
-        # A worker that dies (killed for its memory, say) is started again.
         main = ["pgrep", "-f", "celery -A webapp worker", "-P", str(server.pid)]
-        first = int(subprocess.run(main, capture_output=True, text=True).stdout.split()[0])
+        found = subprocess.run(main, capture_output=True, text=True).stdout.split()
+        assert found, "serve started no Celery worker"
+        # A worker that dies (killed for its memory, say) is started again.
+        first = int(found[0])
         os.kill(first, 9)
         again = ""
         for _ in range(60):
-            found = subprocess.run(
-                main,
-                capture_output=True,
-                text=True,
-            )
-            again = " ".join(p for p in found.stdout.split() if int(p) != first)
+            found = subprocess.run(main, capture_output=True, text=True).stdout.split()
+            again = " ".join(p for p in found if int(p) != first)
             if again:
                 break
             time.sleep(0.5)
         assert again, "serve did not start its worker again"
-        # Stopped with SIGTERM (as `kill` or a service manager does), serve stops its
-        # worker too: nothing is left polling the broker.
+        # Stopped with SIGTERM (as `kill` or a service manager does), idle, serve stops
+        # within 2 s, its worker (a process group of its own: pool and beat) with it.
+        worker = int(again.split()[0])
+        time.sleep(2)  # settled: idle
+        asked = time.monotonic()
         server.terminate()
         server.wait(timeout=30)
-        for _ in range(40):
-            left = subprocess.run(
-                ["pgrep", "-f", "celery -A webapp worker", "-g", str(server.pid)],
-                capture_output=True,
-                text=True,
-            )
-            if not left.stdout.strip():
-                break
-            time.sleep(0.5)
-        assert not left.stdout.strip(), "the worker outlived serve"
+        assert time.monotonic() - asked < 2
+        assert _running(worker) == [], "the worker outlived serve"
     finally:
         if server.poll() is None:
             os.killpg(server.pid, 15)

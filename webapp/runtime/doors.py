@@ -10,6 +10,8 @@ proxy, the append lane and Django alike) and answers before the body is read:
   refused at once with 413, and a body sent without one (chunked) is cut off with 413
   at the limit, the application seeing a disconnect. The limits are settings, named
   in every refusal.
+- **Slow bodies.** A body whose next piece does not come within BODY_SECONDS is
+  refused with 408 (a slow head is the server's: webapp.runtime.server).
 - **Keys first.** A large body to a machine door (the API, the OTLP receiver, the
   proxy) is read only once its caller is known: without a key the door answers (its own
   401, with an empty body), which it does before reading anything.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +47,8 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 MULTIPART_SLACK = 1024 * 1024
 """Bytes an upload's multipart form adds around its file (boundaries, fields)."""
+BODY_SECONDS = float(os.environ.get("CONTEXTSIM_BODY_SECONDS", 30))
+"""The longest wait for the next piece of a request body."""
 KEY_FIRST_BYTES = 1024 * 1024
 """A machine door's body up to this size is read as it comes (an append is small, and
 answering it stays one hop); a larger one only once the caller is known."""
@@ -177,10 +182,18 @@ def _bounded(door: Door, receive: Receive, sender: _Sender) -> Receive:
     """`receive`, counting the body: past the door's limit the guard answers 413 and
     the application sees the client go (it stops reading; what it answers is dropped)."""
     seen = 0
+    ended = False
 
     async def bounded_receive() -> Message:
-        nonlocal seen
-        message = await receive()
+        nonlocal seen, ended
+        if ended:  # only the client leaving is still to come: no deadline
+            return await receive()
+        try:
+            message = await asyncio.wait_for(receive(), BODY_SECONDS)
+        except TimeoutError:
+            await sender.refuse(408, f"{door.name}: the body stopped coming ({BODY_SECONDS:g} s)")
+            return {"type": "http.disconnect"}
+        ended = message.get("type") != "http.request" or not message.get("more_body")
         if message.get("type") == "http.request":
             seen += len(message.get("body", b""))
             if seen > door.limit:

@@ -9,6 +9,7 @@ dashboard needs (webapp.asgi).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import signal
@@ -26,6 +27,9 @@ from webapp.access.callers import LOOPBACK_NAMES, host_name
 from webapp.store.actions.demo import do_load_demo
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+WORKER_GRACE = 1.0
+"""Seconds a stopping worker is given before it is killed (an idle Celery worker on the
+file-system broker takes about six to stop on its own)."""
 
 
 class Command(BaseCommand):
@@ -63,17 +67,9 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, _exit)
         import uvicorn
 
-        server = uvicorn.Server(
-            uvicorn.Config(
-                "webapp.asgi:application",
-                host=options["host"],
-                port=options["port"],
-                lifespan="off",
-                log_level="warning",
-                server_header=False,
-                timeout_graceful_shutdown=5,
-            )
-        )
+        from webapp.runtime.server import uvicorn_config
+
+        server = uvicorn.Server(uvicorn_config(options["host"], options["port"]))
         try:
             server.run()
         finally:
@@ -96,8 +92,11 @@ class Worker:
     def _start(self) -> subprocess.Popen[bytes]:
         command = worker_command(settings.CELERY_BEAT_SCHEDULE_FILENAME)
         self.say(f"Starting a Celery worker on {settings.CELERY_BROKER_URL.split('://')[0]}://")
+        # A process group of its own: stopping it reaches its pool and its beat too.
         return subprocess.Popen(
-            command, env={**os.environ, "CONTEXTSIM_LOCAL_USER": settings.LOCAL_USER}
+            command,
+            env={**os.environ, "CONTEXTSIM_LOCAL_USER": settings.LOCAL_USER},
+            start_new_session=True,
         )
 
     def _keep(self) -> None:
@@ -111,13 +110,21 @@ class Worker:
                 self.process = self._start()
 
     def stop(self) -> None:
+        """Stop the worker within WORKER_GRACE seconds: asked first, then killed. A job
+        it was running is taken up again when its lease runs out (webapp.jobs), so a
+        server told to stop (SIGTERM, Ctrl-C) does not wait for one."""
         self.stopping.set()
         self.keeper.join(timeout=5)
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        self._signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=WORKER_GRACE)
+        # Whatever of its group is left (its pool's processes outlive it for a moment).
+        self._signal(signal.SIGKILL)
+        self.process.wait()
+
+    def _signal(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):  # gone already
+            os.killpg(self.process.pid, signum)
 
 
 def worker_command(schedule: str, *options: str) -> list[str]:
