@@ -93,6 +93,17 @@ def fleet(page):  # type: ignore[no-untyped-def]
     app.conf.task_always_eager = previous
 
 
+@pytest.fixture
+def eager_tasks() -> Iterator[None]:
+    """Queued tasks run in the request that queues them (no worker process here)."""
+    from webapp.celery import app
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = previous
+
+
 @pytest.fixture(autouse=True)
 def fresh_rate_limits() -> None:
     """Each test starts with no attempts counted (the counts live in the cache)."""

@@ -315,7 +315,9 @@ PAI = corpus_files("claude_code", "pai_b7a09704*.jsonl")
 
 
 @pytest.mark.skipif(len(PAI) < 2, reason="the pai session and its subagent are not here")
-def test_a_session_uploaded_again_as_a_zip_is_the_run_already_there(page, tmp_path):
+def test_a_session_uploaded_again_as_a_zip_is_the_run_already_there(page, tmp_path, eager_tasks):
+    # A zip is unpacked by a worker, never in the request (here the worker's task runs
+    # eagerly, as the request queues it).
     import zipfile
 
     from webapp.models import Run

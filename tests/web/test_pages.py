@@ -123,3 +123,30 @@ def test_a_small_upload_is_counted_by_every_estimator_as_it_is_written(alice_cli
     )
     for counts in Message.objects.filter(run=run).values_list("counts", flat=True):
         assert set(counts) == set(ESTIMATORS)
+
+
+def test_a_small_zip_is_unpacked_by_a_worker_not_in_the_request(
+    alice_client, monkeypatch, settings
+):
+    import io
+    import zipfile
+
+    from webapp.ingest.uploads import services as imports
+    from webapp.models import ImportJob
+
+    queued: list[int] = []
+    monkeypatch.setattr("webapp.tasks.import_upload.delay", queued.append)
+    settings.MAX_UPLOAD_BYTES = 10_000_000
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("bomb.jsonl", b"0" * 50_000_000)  # 50 MB in about 50 KB
+    assert len(packed.getvalue()) < 100_000
+    response = upload(alice_client, ("small.zip", packed.getvalue()))
+    assert response.status_code == 200
+    (job,) = ImportJob.objects.all()
+    assert queued == [job.pk] and job.status == ImportJob.Status.QUEUED
+    # The worker refuses it from what the zip says it unpacks to, before unpacking.
+    done = imports.run_import(job.pk)
+    assert done.status == ImportJob.Status.FAILED
+    assert "unpacks to 50,000,000 bytes; at most 10,000,000" in done.error
+    assert Run.objects.count() == 0

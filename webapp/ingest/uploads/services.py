@@ -51,6 +51,21 @@ def store_upload(
         return ImportJob.objects.create(upload=upload)
 
 
+ARCHIVE_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"\x1f\x8b")
+"""How a zip (or an empty one) and a gzip file begin."""
+
+
+def in_request(upload: Upload, limit: int) -> bool:
+    """Whether the upload may be imported while its uploader waits: a file of at most
+    `limit` bytes that is not an archive (a small zip may unpack to hundreds of times its
+    size: a worker unpacks it, within its bounds, never the web server)."""
+    if upload.size > limit:
+        return False
+    with upload.file.open("rb") as stream:
+        head = stream.read(4)
+    return not head.startswith(ARCHIVE_MAGIC)
+
+
 def run_import(job_id: int, *, count_now: bool = False) -> ImportJob:
     """Take the job (webapp.jobs.services), parse its upload and save its runs; on bad
     input save none of them and record the error on the job. The runs are written

@@ -15,7 +15,8 @@ from webapp.models import ImportJob
 from webapp.runs import reads as runs
 
 SYNC_IMPORT_BYTES = 2 * 1024 * 1024
-"""Uploads up to this size are imported in the request, so errors show at once."""
+"""Uploads up to this size are imported in the request, so errors show at once (an
+archive never is: imports.in_request)."""
 
 
 @login_required
@@ -28,7 +29,7 @@ def upload(request: SignedInRequest) -> HttpResponse:
             job = imports.store_upload(
                 request.user, f.name or "upload", f, form.cleaned_data["format"]
             )
-            if (f.size or 0) <= SYNC_IMPORT_BYTES:
+            if imports.in_request(job.upload, SYNC_IMPORT_BYTES):
                 job = imports.run_import(job.pk, count_now=True)
             else:
                 tasks.import_upload.delay(job.pk)
@@ -46,7 +47,7 @@ def import_again(request: SignedInRequest, public_id: str) -> HttpResponse:
     if job.duplicate_of_id is None:
         return HttpResponse("this import was not refused as a duplicate", status=400)
     job = imports.import_again(job)
-    if job.upload.size <= SYNC_IMPORT_BYTES:
+    if imports.in_request(job.upload, SYNC_IMPORT_BYTES):
         job = imports.run_import(job.pk, count_now=True)
     else:
         tasks.import_upload.delay(job.pk)
