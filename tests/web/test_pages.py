@@ -150,3 +150,46 @@ def test_a_small_zip_is_unpacked_by_a_worker_not_in_the_request(
     assert done.status == ImportJob.Status.FAILED
     assert "unpacks to 50,000,000 bytes; at most 10,000,000" in done.error
     assert Run.objects.count() == 0
+
+
+def test_a_full_disk_is_said_and_leaves_nothing_behind(
+    alice_client, monkeypatch, settings, tmp_path
+):
+    import errno
+    from pathlib import Path
+
+    from django.core.files.storage import FileSystemStorage
+    from django.db import OperationalError
+
+    from webapp.models import ImportJob, Upload
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+    def full(self, name, content):  # type: ignore[no-untyped-def]
+        Path(self.path(name)).parent.mkdir(parents=True, exist_ok=True)
+        Path(self.path(name)).write_bytes(b"part of it")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(FileSystemStorage, "_save", full)
+    response = upload(alice_client, ("a.json", json.dumps(NATIVE).encode()))
+    assert response.status_code == 507 and "disk is full" in response.content.decode()
+    assert Upload.objects.count() == ImportJob.objects.count() == 0
+    assert [p for p in (tmp_path / "media").rglob("*") if p.is_file()] == []
+    # The database's disk full, at the API: said as JSON.
+    from webapp.access.services.tokens import create_token
+
+    def database_full(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise OperationalError("database or disk is full")
+
+    monkeypatch.setattr("webapp.store.actions.appends.do_create_live_runs", database_full)
+    monkeypatch.setattr("webapp.ingest.live.views.streaming.do_create_live_runs", database_full)
+    user = Run.objects.model._meta.get_field("owner").related_model.objects.get(username="alice")
+    key = create_token(user, "agent")[1]
+    body = json.dumps({"contextsim": 1, "runs": [{"title": "t", "messages": []}]})
+    answer = Client().post(
+        "/api/runs/",
+        body,
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    assert answer.status_code == 507 and "disk is full" in answer.json()["error"]

@@ -29,6 +29,7 @@ from webapp.estimators.reads import estimators_for
 from webapp.ingest.live import reads as reads
 from webapp.models import Run
 from webapp.runs.reads import visible_runs
+from webapp.runtime import full_disk
 from webapp.store.actions import appends as streaming
 
 BODY = "request body"
@@ -115,8 +116,11 @@ def _answer(request: HttpRequest, work: Any) -> JsonResponse:
         return JsonResponse({"error": message}, status=413)
     except (FormatError, ValueError) as exc:
         return JsonResponse({"error": str(exc)}, status=400)
-    except Exception:
+    except Exception as exc:
         # Nothing was saved (each call is one transaction); the details go to the log.
+        if full_disk.disk_full(exc):
+            logger.error("disk full while answering %s: %s", request.path, exc)
+            return JsonResponse({"error": full_disk.SAID}, status=507)
         logger.exception("API request %s failed", request.path)
         return JsonResponse({"error": "internal error (see the server log)"}, status=500)
     return JsonResponse(body, status=status)

@@ -45,10 +45,21 @@ def store_upload(
         sha256=digest.hexdigest(),
         format_override=format_override,
     )
-    upload.file.save(name.replace("/", "_")[-100:] or "upload", File(stream), save=False)
-    with transaction.atomic():
-        upload.save()
-        return ImportJob.objects.create(upload=upload)
+    storage = upload.file.storage
+    # The name it is written under, known before: a write that fails (a full disk) leaves
+    # a part of the file, which is removed, not left behind.
+    target = storage.get_available_name(
+        upload.file.field.generate_filename(upload, name.replace("/", "_")[-100:] or "upload")
+    )
+    try:
+        upload.file.name = storage.save(target, File(stream))
+        with transaction.atomic():
+            upload.save()
+            return ImportJob.objects.create(upload=upload)
+    except BaseException:
+        if storage.exists(target):
+            storage.delete(target)
+        raise
 
 
 ARCHIVE_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"\x1f\x8b")
