@@ -34,6 +34,7 @@ SUITES: dict[str, str] = {
     "fleet": "bench.suite_fleet:run",
     "proxy": "bench.suite_proxy:run",
     "otlp": "bench.suite_otlp:run",
+    "doors": "bench.suite_doors:run",
 }
 """Suite name -> "module:function" returning list[Figure]."""
 

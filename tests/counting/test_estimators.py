@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import tiktoken
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextsim.counting import offline_bpe
@@ -148,3 +148,22 @@ def test_counting_leaves_no_utf8_copy_inside_the_text(name: str):
     before = sys.getsizeof(text)
     assert ESTIMATORS[name].count(text) > 0
     assert sys.getsizeof(text) == before
+
+
+TEXTS = st.lists(
+    st.sampled_from([*"ab Z9 \n\t.,'-_é中🙂", "don't", "  ", "12345", "ab\r\n", "word"]),
+    max_size=200,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS, st.integers(1, 40))
+def test_a_long_text_counted_a_piece_at_a_time_counts_the_same(text, size):
+    from contextsim.counting.estimators import pieces
+
+    cut = list(pieces(text, size))
+    assert "".join(cut) == text and all(len(p) >= size for p in cut[:-1])
+    for name in ("o200k", "cl100k"):
+        tokenizer = ESTIMATORS[name]
+        whole = tokenizer._count(text)  # type: ignore[attr-defined]
+        assert sum(tokenizer._count(p) for p in cut) == whole, (name, cut)  # type: ignore[attr-defined]
