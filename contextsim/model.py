@@ -271,6 +271,9 @@ class Run:
     ``acompact`` agent), attached to its session's compaction, not a subagent."""
     elisions: tuple[Elision, ...] = ()
     """Messages the agent itself sent shortened from some request on (see Elision)."""
+    project: str = ""
+    """The folder the agent worked in, as the log says (Claude Code's and Codex's
+    `cwd`), or what names it (Gemini CLI's project hash); "" when the log says none."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -170,6 +170,8 @@ class Run(models.Model):
     context_window = models.PositiveIntegerField(null=True, blank=True)
     """The window the log states (tokens), if it states one."""
     harness_version = models.CharField(max_length=40, blank=True)
+    project = models.CharField(max_length=500, blank=True, default="")
+    """The folder the agent worked in (contextsim.model.Run.project)."""
     window_source = models.CharField(max_length=300, blank=True)
     """Where context_window comes from (contextsim.model.Run.window_source)."""
     compaction_request = models.BooleanField(default=False)
@@ -540,4 +542,27 @@ class NamedSpan(models.Model):
             models.UniqueConstraint(
                 fields=["owner", "trace_id", "span_id"], name="named_span_once_per_owner"
             )
+        ]
+
+
+class WatchedFile(models.Model):
+    """A log file in a folder the owner asked to be watched (webapp.ingest.watch), as it
+    was when last read: a file of the same size and time is not read again, across
+    restarts; one that could not be read keeps why."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="watched_files"
+    )
+    path = models.CharField(max_length=1000)
+    agent = models.CharField(max_length=30, blank=True)
+    """Whose folder it is in ("claude-code", "codex", "gemini-cli"; "" for a folder given)."""
+    size = models.BigIntegerField(default=0)
+    mtime = models.FloatField(default=0)
+    runs = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    read = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "path"], name="watched_file_unique")
         ]

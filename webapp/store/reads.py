@@ -85,6 +85,7 @@ def run_facts(run: Run) -> core.Run:
         compactions=compactions,
         context_window=run.context_window,
         harness_version=run.harness_version,
+        project=run.project,
         window_source=run.window_source,
         compaction_request=run.compaction_request,
         elisions=tuple(core.Elision(e["message"], e["from_step"], e["text"]) for e in run.elisions),

@@ -201,6 +201,7 @@ class _RunDraft:
     models: Counter[str] = field(default_factory=Counter)
     sealed: bool = False  # after a compaction boundary nothing merges into older messages
     version: str = ""  # Claude Code's version, as the last line that names one says
+    cwd: str = ""  # the folder it worked in, as the first line that names one says
     peak: int = 0  # the largest measured request
     measured_at: int | None = None  # a compaction agent's measured response
     flushed: int = 0  # messages handed over already (ClaudeCodeImporter.pieces)
@@ -290,6 +291,8 @@ class _Builder:
             run.session_id = data["sessionId"]
         if isinstance(data.get("version"), str):
             run.version = data["version"][:40]
+        if not run.cwd and isinstance(data.get("cwd"), str):
+            run.cwd = data["cwd"][:500]
         return run
 
     def _add_assistant(self, run: _RunDraft, record: Record) -> None:
@@ -457,7 +460,13 @@ class _Builder:
             compaction_request=compacting,
             context_window=window.tokens,
             window_source=window.source,
+            # The folder the session began in: its agents may work in a folder below.
+            project=self._project(draft),
         )
+
+    def _project(self, draft: _RunDraft) -> str:
+        main = self.runs.get(MAIN)
+        return main.cwd if main is not None and main.cwd else draft.cwd
 
     def _title(self, draft: _RunDraft) -> str:
         """The main run: its session summary (one whose leaf is in the run first). Any

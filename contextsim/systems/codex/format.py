@@ -166,6 +166,7 @@ class _Builder:
         self.skipped: Counter[str] = Counter()
         self.window: int | None = None  # model_context_window, as the rollout states it
         self.instructions = ""  # session_meta.base_instructions: sent with every request
+        self.cwd = ""  # session_meta.cwd: the folder the session worked in
         self.instructions_source = ""
         self.now: float | None = None  # the timestamp of the record being read
         self.call_time: float | None = None
@@ -199,6 +200,9 @@ class _Builder:
 
     def _session_meta(self, payload: dict[str, Any], where: str) -> None:
         self.session_id = self.session_id or _string(self.path, where, payload, "id")
+        cwd = payload.get("cwd")
+        if isinstance(cwd, str) and not self.cwd:
+            self.cwd = cwd[:500]
         base = payload.get("base_instructions")
         text = base.get("text") if isinstance(base, dict) else base
         if isinstance(text, str) and text and not self.instructions:
@@ -371,6 +375,7 @@ class _Builder:
             session_id=self.session_id,
             compactions=compactions,
             context_window=self.window,
+            project=self.cwd,
         )
 
     def flush(self, keep: int) -> Iterator[RunPiece]:

@@ -144,6 +144,9 @@ class _Builder:
             messages.extend(self._messages(where, data, models))
         session = header.get("sessionId")
         session = session if isinstance(session, str) else ""
+        # Gemini CLI names the project folder only by a hash of its path.
+        project = header.get("projectHash")
+        project = f"project {project[:12]}" if isinstance(project, str) and project else ""
         run = Run(
             title=title_of(messages, f"Gemini CLI session {session}".strip()),
             messages=tuple(messages),
@@ -152,6 +155,7 @@ class _Builder:
             session_id=session,
             context_window=WINDOW,
             window_source="Gemini CLI's token limit for Gemini models (1,048,576)",
+            project=project,
         )
         warnings = [
             f"{self.path}: skipped {n} x {what}" for what, n in sorted(self.skipped.items())

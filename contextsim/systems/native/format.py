@@ -45,7 +45,7 @@ from contextsim.model import (
 VERSION = 1
 PIECE = 500
 """Messages handed over at a time by NativeImporter.document_pieces."""
-RUN_FIELDS = ("title", "model", "session_id", "parent_session_id", "subagent")
+RUN_FIELDS = ("title", "model", "session_id", "parent_session_id", "subagent", "project")
 
 
 class NativeImporter:
@@ -382,6 +382,7 @@ def run_to_dict(run: Run) -> dict[str, Any]:
         "session_id": run.session_id,
         "parent_session_id": run.parent_session_id,
         "subagent": run.subagent,
+        **({"project": run.project} if run.project else {}),
         "messages": [message_to_dict(m) for m in run.messages],
         "compactions": [
             {"before_message": c.before_message, "pre_tokens": c.pre_tokens, "trigger": c.trigger}

@@ -40,6 +40,12 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-worker", action="store_true", help="do not start a worker")
         parser.add_argument("--no-demo", action="store_true", help="do not load the demo runs")
+        parser.add_argument(
+            "--watch",
+            nargs="*",
+            metavar="FOLDER",
+            help="also follow the agents' log folders (or these): see `manage.py watch`",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
@@ -56,6 +62,7 @@ class Command(BaseCommand):
             settings.LOCAL_USER = "local"
         self.stdout.write(_mode_line(public))
         worker = None if options["no_worker"] else Worker(self.stdout.write)
+        watcher = None if options["watch"] is None else _watcher(options["watch"])
         url = f"http://{options['host']}:{options['port']}/"
         # Everything loaded so far lives as long as the server: keep it out of the
         # collector's full scans, which otherwise show up as latency spikes.
@@ -75,6 +82,8 @@ class Command(BaseCommand):
         finally:
             if worker is not None:
                 worker.stop()
+            if watcher is not None:
+                _stop(watcher)
 
 
 class Worker:
@@ -125,6 +134,29 @@ class Worker:
     def _signal(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):  # gone already
             os.killpg(self.process.pid, signum)
+
+
+def _watcher(folders: list[str]) -> subprocess.Popen[bytes]:
+    """`manage.py watch` beside the server, as the local user, in a group of its own."""
+    command = [sys.executable, str(settings.BASE_DIR / "manage.py"), "watch"]
+    for folder in folders:
+        command += ["--path", folder]
+    return subprocess.Popen(
+        command,
+        env={**os.environ, "CONTEXTSIM_LOCAL_USER": settings.LOCAL_USER},
+        start_new_session=True,
+    )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=WORKER_GRACE)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def worker_command(schedule: str, *options: str) -> list[str]:

@@ -148,6 +148,7 @@ def facts_of(run: core.Run) -> dict[str, Any]:
         ],
         "context_window": run.context_window,
         "harness_version": storable(run.harness_version[:40]),
+        "project": storable(run.project[:500]),
         "window_source": storable(run.window_source[:300]),
         "compaction_request": run.compaction_request,
         "elisions": [
