@@ -47,6 +47,7 @@ urlpatterns = [
     ),
     path("s/<str:token>/", sharing.open_share, name="open-share"),
     path("collections/<str:public_id>/", collections.collection, name="collection"),
+    path("sessions/<str:name>/", runs.captured_session, name="captured-session"),
     path(
         "collections/<str:public_id>/frontier/",
         collections.collection_frontier,

@@ -30,6 +30,16 @@ def visible_runs(user: User | AnonymousUser) -> QuerySet[Run]:
     return Run.objects.filter(rule)
 
 
+def captured_session(user: User | AnonymousUser, name: str) -> Run | None:
+    """The user's run of the captured session `name` (`contextsim run --name`, the
+    proxy's `/proxy/s/<name>/`): its main run, the one that began it, else None while
+    no call of it has come."""
+    if not user.is_authenticated or not name:
+        return None
+    found = Run.objects.filter(owner=user, format="capture", session_id=name)
+    return found.order_by("subagent", "id").first()
+
+
 def search_runs(
     user: User | AnonymousUser, query: str = "", format: str = "", tag: str = ""
 ) -> QuerySet[Run]:

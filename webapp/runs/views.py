@@ -17,6 +17,18 @@ from webapp.runs import services as run_edits
 
 
 @require_GET
+def captured_session(request: HtmxHttpRequest, name: str) -> HttpResponse:
+    """`/sessions/<name>/`: the live dashboard of a captured session (what `contextsim
+    run` prints), or a page that waits for its first call."""
+    run = runs.captured_session(request.user, name)
+    if run is not None:
+        return redirect("run", public_id=run.public_id)
+    response = render(request, "session_waiting.html", {"name": name}, status=200)
+    response["Refresh"] = "2"  # looked again until the agent's first call is recorded
+    return response
+
+
+@require_GET
 def runs_list(request: HtmxHttpRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()
     fmt = request.GET.get("format", "").strip()

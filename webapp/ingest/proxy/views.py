@@ -95,6 +95,8 @@ class Route:
     url: str
     key: str
     endpoint: str
+    session: str = ""
+    """The session named in the path (`/proxy/s/<session>/...`), "" for none."""
 
 
 class BadPath(ValueError):
@@ -110,9 +112,11 @@ def route(path: str, query: bytes, method: str) -> Route | None:
     if any(part in (".", "..") for part in path.split("/")):
         raise BadPath("the path may not climb out of the provider's ('.' or '..')")
     rest = path[len(PREFIX) :]
-    key = ""
+    key = session = ""
     if rest.startswith("k/"):
         key, _, rest = rest[2:].partition("/")
+    if rest.startswith("s/"):  # a session named where an agent can only set a base URL
+        session, _, rest = rest[2:].partition("/")
     provider, _, tail = rest.partition("/")
     upstreams = {
         "anthropic": settings.UPSTREAM_ANTHROPIC,
@@ -123,7 +127,7 @@ def route(path: str, query: bytes, method: str) -> Route | None:
     url = upstreams[provider].rstrip("/") + "/" + tail
     if query:
         url += "?" + query.decode("latin-1")
-    return Route(provider, url, key, _endpoint(provider, tail, method))
+    return Route(provider, url, key, _endpoint(provider, tail, method), session[:200])
 
 
 def _endpoint(provider: str, tail: str, method: str) -> str:
@@ -448,7 +452,9 @@ def _capture(
         started=started,
         first_byte=first,
         done=done,
-        session=headers.get("x-contextsim-session") or session_marker(data, headers),
+        session=(
+            target.session or headers.get("x-contextsim-session") or session_marker(data, headers)
+        ),
         streamed=streamed,
         error="; ".join(e for e in (error, failure) if e),
         params={k: v for k, v in data.items() if k not in NOT_PARAMS},
