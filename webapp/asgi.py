@@ -17,6 +17,7 @@ warnings.filterwarnings("ignore", message="StreamingHttpResponse must consume sy
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 django_app = get_asgi_application()
 
+from webapp.access.services.tokens import caller  # noqa: E402
 from webapp.ingest.proxy import views as proxy  # noqa: E402
 from webapp.runtime import append_lane, doors, heap  # noqa: E402
 
@@ -40,6 +41,6 @@ async def dispatch(scope, receive, send):  # type: ignore[no-untyped-def]
     await django_app(scope, receive, send)
 
 
-application = doors.guarded(dispatch)
+application = doors.guarded(dispatch, caller)
 """Every door bounded before its body is read, machine doors closed to other sites
 (webapp.runtime.doors)."""

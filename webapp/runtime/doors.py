@@ -36,8 +36,6 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections
 
-from webapp.access.services.tokens import caller
-
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -112,8 +110,14 @@ def _json_type(headers: dict[str, str]) -> bool:
     return kind == "application/json" or kind.endswith("+json")
 
 
-def guarded(app: App) -> App:
-    """`app` behind the doors' checks (see the module)."""
+Caller = Callable[[str, str, str, dict[str, str]], object]
+"""Who a machine door's caller is, from (key, host, client address, headers): None for
+no one (webapp.access.services.tokens.caller)."""
+
+
+def guarded(app: App, caller: Caller) -> App:
+    """`app` behind the doors' checks (see the module); `caller` says who a machine
+    door's caller is, for a large body read only once it is known."""
 
     async def guarded_app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -143,7 +147,7 @@ def guarded(app: App) -> App:
                 return
         sender = _Sender(send)
         large = length is None or length > KEY_FIRST_BYTES
-        if door.machine and writes and large and not await _known(scope, headers):
+        if door.machine and writes and large and not await _known(caller, scope, headers):
             # The door refuses an unknown caller before it reads anything: it gets no body.
             await app(scope, _nothing(), sender)
             return
@@ -232,7 +236,7 @@ def _key(scope: Scope, headers: dict[str, str]) -> str:
     return parts[3] if len(parts) > 3 and parts[1:3] == ["proxy", "k"] else ""
 
 
-async def _known(scope: Scope, headers: dict[str, str]) -> bool:
+async def _known(caller: Caller, scope: Scope, headers: dict[str, str]) -> bool:
     """Whether a machine door's caller is someone (a valid key, or the local user)."""
     key = _key(scope, headers)
     address = (scope.get("client") or ("", 0))[0]
