@@ -15,7 +15,15 @@ from contextsim.counting.estimators import ESTIMATORS, MESSAGE_OVERHEAD
 from contextsim.counting.skeleton import from_dict, to_dict
 from contextsim.engine.policy import make_params
 from contextsim.engine.simulate import explain, simulate
-from contextsim.model import Message, Run, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from contextsim.model import (
+    KINDS,
+    Message,
+    Run,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from contextsim.registry import POLICIES
 from contextsim.systems.anthropic_api.compaction import AnthropicCompactionParams
 from contextsim.systems.anthropic_api.policies import (
@@ -96,7 +104,7 @@ def test_the_composition_counts_thinking_as_its_own_kind():
     run = three_turns()
     s = sim(run, "none")
     kept = dict(zip(("system", "user", "assistant", "tool_call"), s.kept_by_kind(3), strict=False))
-    thinking = s.kept_by_kind(3)[-1]
+    thinking = s.kept_by_kind(3)[KINDS.index("thinking")]
     assert thinking == tokens("t" * 4_000) + tokens("t" * 8_000) + tokens("t" * 12_000)
     answers = 3 * (whole("t" * 4_000, "answer") - tokens("t" * 4_000))
     assert kept["assistant"] == answers

@@ -48,8 +48,10 @@ def store_upload(
     storage = upload.file.storage
     # The name it is written under, known before: a write that fails (a full disk) leaves
     # a part of the file, which is removed, not left behind.
+    field = upload.file.field
     target = storage.get_available_name(
-        upload.file.field.generate_filename(upload, name.replace("/", "_")[-100:] or "upload")
+        field.generate_filename(upload, name.replace("/", "_")[-100:] or "upload"),
+        max_length=field.max_length,
     )
     try:
         upload.file.name = storage.save(target, File(stream))
