@@ -185,3 +185,43 @@ def test_bad_keys_at_the_proxy_are_limited_as_at_the_api(through, settings):
         for i in range(7)
     ]
     assert codes[:5] == [401] * 5 and codes[-1] == 429
+
+
+def test_a_key_in_the_query_string_is_not_written_to_the_servers_log(alice, through, caplog):
+    import logging
+
+    from django.conf import settings as django_settings
+    from django.utils.log import configure_logging
+
+    # The server's own logging (the test runner's replaces it), at its own levels; the
+    # test runner's put back afterwards.
+    root = logging.getLogger()
+    quieted = {n: logging.getLogger(n).level for n in ("httpx", "httpcore")}
+    before = (root.level, list(root.handlers))
+    configure_logging(django_settings.LOGGING_CONFIG, django_settings.LOGGING)
+    root.addHandler(caplog.handler)  # the configuration took it away
+    caplog.handler.setLevel(logging.DEBUG)  # what the loggers let through is captured
+    try:
+        _post_with_a_key_in_the_query(alice, through, caplog)
+    finally:
+        root.setLevel(before[0])
+        root.handlers[:] = before[1]
+        for name, level in quieted.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def _post_with_a_key_in_the_query(alice, through, caplog):  # type: ignore[no-untyped-def]
+    import logging
+
+    url = through(Upstream())
+    key = create_token(alice, "proxy")[1]
+    secret = "AIzaSyD-query-secret-0123456789"
+    answer = httpx.post(
+        f"{url}/proxy/anthropic/v1/messages?key={secret}", json=BODY, headers=_headers(key)
+    )
+    assert answer.status_code == 200
+    recorded(1)
+    logging.getLogger("webapp.probe").info("the log is captured")
+    logged = [r.getMessage() for r in caplog.records]
+    assert "the log is captured" in logged  # an INFO line of the server would be seen
+    assert not [m for m in logged if secret in m]
