@@ -51,6 +51,7 @@ SYSTEMS = (
     "contextsim.systems.otel",
     "contextsim.systems.letta",
     "contextsim.systems.adk",
+    "contextsim.systems.gemini_api",
 )
 """The systems, in detection and listing order (formats that other formats' files
 could be mistaken for come later)."""

@@ -109,6 +109,10 @@ class Upstream:
             return 200, "application/json", [json.dumps({"input_tokens": len(body) // 4}).encode()]
         data = json.loads(body)
         reply, used = self._next(), len(body) // 4
+        if ":generateContent" in path or ":streamGenerateContent" in path:
+            if headers.get("x-fake-words"):
+                reply = Reply(" ".join(["word"] * int(headers["x-fake-words"])))
+            return _gemini(path, reply, used, ":streamGenerateContent" in path)
         if headers.get("x-fake-words"):
             reply = Reply(" ".join(["word"] * int(headers["x-fake-words"])))
         stream = bool(data.get("stream"))
@@ -117,6 +121,36 @@ class Upstream:
         if path.endswith("/responses"):
             return _responses(data, reply, used, stream)
         return _chat(data, reply, used, stream)
+
+
+def _gemini(path: str, reply: Reply, used: int, stream: bool) -> tuple[int, str, list[bytes]]:
+    """Gemini's generateContent answer (usage: prompt includes the cached tokens), or its
+    streamGenerateContent?alt=sse chunks (the usage in the last)."""
+    model = path.rsplit("/models/", 1)[-1].split(":", 1)[0]
+    calls = [{"functionCall": {"name": n, "args": a}} for n, a in reply.calls]
+    usage = {
+        "promptTokenCount": used,
+        "cachedContentTokenCount": 7,
+        "candidatesTokenCount": len(reply.text) // 4 + 1,
+        "totalTokenCount": used + len(reply.text) // 4 + 1,
+    }
+
+    def response(parts: list[dict[str, Any]], last: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}],
+            "modelVersion": model,
+        }
+        if last:
+            out["candidates"][0]["finishReason"] = "STOP"
+            out["usageMetadata"] = usage
+        return out
+
+    if not stream:
+        text = [{"text": reply.text}] if reply.text else []
+        return 200, "application/json", [json.dumps(response(text + calls, True)).encode()]
+    pieces = [{"text": p} for p in _pieces(reply.text)] if reply.text else []
+    chunks = [response([p], False) for p in pieces] + [response(calls, True)]
+    return 200, "text/event-stream", [f"data: {json.dumps(c)}\r\n\r\n".encode() for c in chunks]
 
 
 def _sse(events: list[tuple[str, dict[str, Any]]]) -> list[bytes]:

@@ -257,6 +257,9 @@ inflated): the client still gets every byte; what is recorded is cut there, sayi
 # pieces of an answer (a model thinking before it writes) before giving up.
 UPSTREAM_ANTHROPIC = os.environ.get("CONTEXTSIM_UPSTREAM_ANTHROPIC", "https://api.anthropic.com")
 UPSTREAM_OPENAI = os.environ.get("CONTEXTSIM_UPSTREAM_OPENAI", "https://api.openai.com")
+UPSTREAM_GEMINI = os.environ.get(
+    "CONTEXTSIM_UPSTREAM_GEMINI", "https://generativelanguage.googleapis.com"
+)
 UPSTREAM_READ_TIMEOUT = float(os.environ.get("CONTEXTSIM_UPSTREAM_READ_TIMEOUT", 600))
 
 MAX_UPLOAD_BYTES = int(os.environ.get("CONTEXTSIM_MAX_UPLOAD_BYTES", 512 * 1024 * 1024))

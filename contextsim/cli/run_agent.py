@@ -3,9 +3,10 @@ run an agent with every model call it makes captured by contextsim's proxy.
 
 The command runs in the foreground, its terminal untouched, and its exit code is this
 command's. Only the child's environment changes: `ANTHROPIC_BASE_URL` and
-`OPENAI_BASE_URL` point at the proxy (`/proxy/[k/<key>/]s/<name>/anthropic` and
-`.../openai/v1`), which both providers' SDKs and the agents built on them (Claude Code,
-Codex, an agent of your own) read, and which name the session in the path. The
+`OPENAI_BASE_URL` and `GOOGLE_GEMINI_BASE_URL` point at the proxy
+(`/proxy/[k/<key>/]s/<name>/anthropic`, `.../openai/v1`, `.../gemini`), which the
+providers' SDKs and the agents built on them (Claude Code, Codex, Gemini CLI, an agent of
+your own) read, and which name the session in the path. The
 session's live dashboard is at `<server>/sessions/<name>/` (printed, or opened with
 `--open`).
 
@@ -62,7 +63,11 @@ def add_to(sub: Any) -> None:
 def capture_env(server: str, name: str, key: str = "") -> dict[str, str]:
     """The environment variables that send a child's model calls through the proxy."""
     base = f"{server.rstrip('/')}/proxy/{f'k/{key}/' if key else ''}s/{name}"
-    return {"ANTHROPIC_BASE_URL": f"{base}/anthropic", "OPENAI_BASE_URL": f"{base}/openai/v1"}
+    return {
+        "ANTHROPIC_BASE_URL": f"{base}/anthropic",
+        "OPENAI_BASE_URL": f"{base}/openai/v1",
+        "GOOGLE_GEMINI_BASE_URL": f"{base}/gemini",
+    }
 
 
 def run(args: argparse.Namespace) -> int:

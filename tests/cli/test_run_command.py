@@ -1,5 +1,5 @@
-"""`python -m contextsim run -- COMMAND`: an agent of our own making calls Anthropic and
-OpenAI with their real SDKs, knowing nothing of contextsim; run by the command, its calls
+"""`python -m contextsim run -- COMMAND`: an agent of our own making calls Anthropic,
+OpenAI and Gemini with their real SDKs, knowing nothing of contextsim; run by the command, its calls
 go through the proxy into one named session, its exit code comes back, and the session's
 link leads to its run."""
 
@@ -32,6 +32,9 @@ AGENT = textwrap.dedent(
     openai.OpenAI(api_key="sk-test", max_retries=0).chat.completions.create(
         model="gpt-4o", messages=[{"role": "user", "content": "hello"}]
     )
+    from google import genai
+    client = genai.Client(api_key="AIza-test")  # kept: a Client closes itself when let go
+    client.models.generate_content(model="gemini-2.5-flash", contents="hey")
     sys.exit(3)
     """
 )
@@ -42,7 +45,7 @@ def server(settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
     from webapp.asgi import application
 
     with serving(Upstream()) as fake:
-        settings.UPSTREAM_ANTHROPIC = settings.UPSTREAM_OPENAI = fake
+        settings.UPSTREAM_ANTHROPIC = settings.UPSTREAM_OPENAI = settings.UPSTREAM_GEMINI = fake
         with serving(application) as url:
             yield url
 
@@ -70,8 +73,12 @@ def test_an_agents_calls_go_into_its_named_session_and_its_exit_code_comes_back(
     )
     assert done.returncode == 3, done.stderr
     assert f"{server}/sessions/demo/" in done.stderr
-    calls = recorded(2)  # recorded once each answer has gone back
-    assert [(c.provider, c.session) for c in calls] == [("anthropic", "demo"), ("openai", "demo")]
+    calls = recorded(3)  # recorded once each answer has gone back
+    assert [(c.provider, c.session) for c in calls] == [
+        ("anthropic", "demo"),
+        ("openai", "demo"),
+        ("gemini", "demo"),
+    ]
     client = Client()
     client.force_login(alice)
     opened = client.get("/sessions/demo/")

@@ -40,6 +40,7 @@ from contextsim.ingest.captures import (
 )
 from contextsim.ingest.exchanges import title_of
 from contextsim.systems.anthropic_api.format import AnthropicImporter
+from contextsim.systems.gemini_api.format import GeminiDialect
 from contextsim.systems.openai_api.format import OpenAIImporter
 from contextsim.systems.openai_api.responses import ResponsesDialect
 from webapp.models import CapturedCall, Run
@@ -65,6 +66,8 @@ DIALECTS: dict[str, Reader] = {
     "anthropic/messages": AnthropicImporter(),
     "openai/chat.completions": OpenAIImporter(),
     "openai/responses": ResponsesDialect(),
+    "gemini/generateContent": GeminiDialect(),
+    "gemini/streamGenerateContent": GeminiDialect(),
 }
 CANDIDATES = 20
 """How many of a session's most recent conversations a call is matched against."""

@@ -41,6 +41,7 @@ from django_ratelimit.core import is_ratelimited
 
 from contextsim.ingest import sse
 from contextsim.ingest.captures import session_marker
+from contextsim.systems.gemini_api.format import streamed_response
 from webapp.access.services.tokens import caller
 from webapp.ingest.proxy.services import Capture, record
 
@@ -77,7 +78,9 @@ HOP_BY_HOP = frozenset(
 SECRET_HEADERS = ("x-api-key", "authorization", "api-key", "x-goog-api-key")
 SECRET_PARAMS = frozenset({"key", "api_key", "api-key", "apikey", "access_token", "token"})
 OURS = ("x-contextsim-",)
-NOT_PARAMS = frozenset({"messages", "system", "tools", "input", "instructions"})
+NOT_PARAMS = frozenset(
+    {"messages", "system", "tools", "input", "instructions", "contents", "systemInstruction"}
+)
 KEY_SECONDS = 10.0
 """How long a key's owner is remembered: a revoked key stops working within this."""
 _lookups = ThreadPoolExecutor(4, thread_name_prefix="proxy-auth")
@@ -121,6 +124,7 @@ def route(path: str, query: bytes, method: str) -> Route | None:
     upstreams = {
         "anthropic": settings.UPSTREAM_ANTHROPIC,
         "openai": settings.UPSTREAM_OPENAI,
+        "gemini": settings.UPSTREAM_GEMINI,
     }
     if provider not in upstreams:
         return None
@@ -140,7 +144,17 @@ def _endpoint(provider: str, tail: str, method: str) -> str:
         return "chat.completions"
     if provider == "openai" and tail.endswith("responses"):
         return "responses"
+    if provider == "gemini" and tail.endswith(":generateContent"):
+        return "generateContent"
+    if provider == "gemini" and tail.endswith(":streamGenerateContent"):
+        return "streamGenerateContent"
     return ""
+
+
+def gemini_model(url: str) -> str:
+    """The model a Gemini API URL names (`.../models/<model>:generateContent`)."""
+    path = url.split("?", 1)[0]
+    return path.rsplit("/models/", 1)[-1].split(":", 1)[0] if "/models/" in path else ""
 
 
 async def app(scope: Scope, receive: Receive, send: Send) -> None:
@@ -434,6 +448,8 @@ def _capture(
         return None
     if not isinstance(data, dict):
         return None
+    if target.provider == "gemini":  # its body names no model: its URL does
+        data = {**data, "model": gemini_model(target.url)}
     limit = settings.MAX_PROXY_RECORD_BYTES
     text, unread = _decoded(raw, answer_headers.get("content-encoding", ""), limit)
     streamed = "text/event-stream" in answer_headers.get("content-type", "")
@@ -502,6 +518,8 @@ def _answer(target: Route, text: str, streamed: bool) -> tuple[dict[str, Any] | 
             return sse.anthropic_message(text), ""
         if target.endpoint == "chat.completions":
             return sse.chat_completion(text), ""
+        if target.provider == "gemini":
+            return streamed_response(text), ""
         return sse.response(text), ""
     except ValueError as exc:
         return None, f"answer not read: {exc}"
