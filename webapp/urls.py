@@ -11,6 +11,7 @@ from webapp.fleet import views as collections
 from webapp.ingest.live import views as api
 from webapp.ingest.otlp import views as otlp
 from webapp.ingest.uploads import views as uploads
+from webapp.overview import views as overview
 from webapp.runs import views as runs
 from webapp.sweeps import views as sweeps
 
@@ -48,6 +49,7 @@ urlpatterns = [
     path("s/<str:token>/", sharing.open_share, name="open-share"),
     path("collections/<str:public_id>/", collections.collection, name="collection"),
     path("sessions/<str:name>/", runs.captured_session, name="captured-session"),
+    path("overview/", overview.overview, name="overview"),
     path(
         "collections/<str:public_id>/frontier/",
         collections.collection_frontier,

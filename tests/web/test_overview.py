@@ -1,0 +1,107 @@
+"""The overview across runs, on real sessions: its totals are the logs' own usage (read
+here from the raw JSONL), its cost is what each run's dashboard says it cost, every
+grouping adds up to the total, every row opens the runs behind it, and the table comes
+as CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.urls import reverse
+
+from contextsim.truth.prices import run_measured_cost
+from tests.conftest import corpus_files, log_entries
+from tests.web.test_import_service import import_bytes
+from webapp.dashboard.analysis import run_prices
+from webapp.models import Run
+from webapp.store.reads import skeleton_of
+
+pytestmark = pytest.mark.django_db
+
+SESSION = corpus_files("claude_code", "codemie_session-624a*.jsonl")
+ROLLOUT = corpus_files("codex", "zoqore_rollout-2025-12-09T18-1*.jsonl")
+
+
+def _claude_tokens(path) -> int:
+    """The session's measured tokens as ccusage counts them: each response (message id)
+    once, its last usage."""
+    last: dict[str, dict] = {}
+    for entry in log_entries(path):
+        message = entry.get("message")
+        if entry.get("type") == "assistant" and isinstance(message, dict) and message.get("usage"):
+            last[message.get("id") or str(len(last))] = message["usage"]
+    keys = (
+        "input_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "output_tokens",
+    )
+    return sum(u.get(k) or 0 for u in last.values() for k in keys)
+
+
+def _page(client, **query):
+    return client.get(reverse("overview"), query)
+
+
+@pytest.mark.parametrize("session", SESSION)
+@pytest.mark.parametrize("rollout", ROLLOUT)
+def test_the_overview_adds_up_to_the_logs_and_the_dashboards(alice, alice_client, session, rollout):
+    import_bytes(alice, session.name, session.read_bytes())
+    import_bytes(alice, rollout.name, rollout.read_bytes())
+    page = _page(alice_client, by="agent")
+    assert page.status_code == 200
+    total = page.context["total"]
+    claude = next(g for g, _ in page.context["rows"] if g.key == "claude-code")
+    assert claude.total == _claude_tokens(session)
+    # The cost is each run's measured cost, as its dashboard shows it.
+    expected = 0.0
+    for run in Run.objects.filter(owner=alice):
+        sk = skeleton_of(run, "chars4")
+        expected += run_measured_cost(run.model, sk.usage, run_prices(run)) or 0.0
+    assert total.cost == pytest.approx(expected, abs=1e-5)  # each run's rounded to 1e-6
+    # Every grouping adds up to the same total.
+    for by in ("day", "week", "month", "model", "project", "session"):
+        rows = [g for g, _ in _page(alice_client, by=by).context["rows"]]
+        assert sum(g.total for g in rows) == total.total, by
+        assert sum(g.cost for g in rows) == pytest.approx(total.cost), by
+
+
+@pytest.mark.parametrize("session", SESSION)
+def test_rows_open_the_runs_behind_them_and_the_table_comes_as_csv(alice, alice_client, session):
+    import_bytes(alice, session.name, session.read_bytes())
+    by_day = _page(alice_client, by="day")
+    (day, opens) = by_day.context["rows"][0]
+    narrowed = alice_client.get(reverse("overview") + opens)
+    assert narrowed.context["by"] == "session"
+    sessions = narrowed.context["rows"]
+    assert sum(g.total for g, _ in sessions) == day.total
+    _, link = sessions[0]
+    assert alice_client.get(link).status_code == 200  # the session's run or collection
+    exported = alice_client.get(reverse("overview"), {"by": "day", "format": "csv"})
+    table = list(csv.reader(io.StringIO(exported.content.decode())))
+    assert table[0][:2] == ["day", "responses"]
+    assert sum(int(row[3]) + int(row[4]) + int(row[5]) + int(row[6]) for row in table[1:]) == (
+        by_day.context["total"].total
+    )
+
+
+def test_filters_that_cannot_be_used_are_named(alice_client):
+    for query, said in (
+        ({"since": "yesterday"}, "since: expected a date such as 2026-12-05"),
+        ({"since": "2026-12-05", "until": "2026-12-01"}, "since: 2026-12-05 is after until"),
+        ({"by": "planet"}, "by: expected one of day, week, month"),
+    ):
+        page = _page(alice_client, **query)
+        assert page.status_code == 400 and said in page.content.decode()
+
+
+def test_nobody_sees_anothers_overview(alice, bob, client):
+    from tests.web.test_dashboard import native_run
+
+    import_bytes(alice, "a.json", native_run())
+    client.force_login(bob)
+    assert _page(client).context["total"].responses == 0
+    client.logout()
+    assert _page(client).status_code == 302  # to the sign-in page

@@ -1,0 +1,198 @@
+"""Where a person's tokens and money went across all their runs: every measured response
+(a Message with usage), priced as the dashboard prices it (each response at the model
+that answered it, webapp.dashboard.analysis.run_prices), grouped by day, week, month,
+model, project, agent or session, over a date range and filters.
+
+A response's day is when the log says it came (its message's time), else the day its
+run was stored. A session is a run with its subagents (its collection). Reads only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from django.contrib.auth.models import AnonymousUser, User
+
+from contextsim.model import Usage
+from contextsim.truth.costs import Prices
+from contextsim.truth.prices import response_cost
+from webapp.dashboard.analysis import run_prices
+from webapp.models import Message, Run
+
+By = Literal["day", "week", "month", "model", "project", "agent", "session"]
+BY: tuple[By, ...] = ("day", "week", "month", "model", "project", "agent", "session")
+SORTS = ("key", "cost", "input", "cache_read", "cache_write", "output", "responses", "runs")
+CHUNK = 5_000
+"""Responses read at a time."""
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """What the overview counts: responses from `since` to `until` (days, both
+    included; None: no bound) of runs of this `project`, `agent` (the log's format) and
+    `model` ("": any)."""
+
+    since: dt.date | None = None
+    until: dt.date | None = None
+    project: str = ""
+    agent: str = ""
+    model: str = ""
+
+
+@dataclass(slots=True)
+class Group:
+    """One row: its key and label, the tokens measured (input without the cached,
+    cache reads, cache writes, output), the dollars, and the runs behind it. `unpriced`
+    counts the responses no price is known for (not in `cost`)."""
+
+    key: str
+    label: str
+    input: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+    cost: float = 0.0
+    responses: int = 0
+    unpriced: int = 0
+    runs: set[int] = field(default_factory=set)
+    link: str = ""
+    """The public id of the run (or collection) a session row opens; "" otherwise."""
+
+    @property
+    def total(self) -> int:
+        return self.input + self.cache_read + self.cache_write + self.output
+
+
+@dataclass(frozen=True, slots=True)
+class _RunFacts:
+    model: str
+    project: str
+    agent: str
+    created: dt.date
+    session: str
+    label: str
+    link: str
+
+
+def overview(owner: User | AnonymousUser, filters: Filters, by: By) -> tuple[list[Group], Group]:
+    """The owner's measured responses grouped `by` (in key order), and their total."""
+    groups: dict[str, Group] = {}
+    total = Group("all", "all")
+    if not owner.is_authenticated:
+        return [], total
+    runs = _runs(owner, filters)
+    prices: dict[tuple[str, str], Prices] = {}
+    for run_id, when, usage in _responses(runs, filters):
+        facts = runs[run_id]
+        kind = (facts.model, facts.agent)
+        if kind not in prices:
+            prices[kind] = run_prices(Run(model=facts.model, format=facts.agent))
+        cost = response_cost(facts.model, usage, prices[kind])
+        model = usage.model or facts.model
+        for group in (_group(groups, facts, when, model, by), total):
+            group.input += usage.input_tokens
+            group.cache_read += usage.cache_read
+            group.cache_write += usage.cache_write
+            group.output += usage.output_tokens
+            group.responses += 1
+            group.runs.add(run_id)
+            if cost is None:
+                group.unpriced += 1
+            else:
+                group.cost += cost
+    return sorted(groups.values(), key=lambda g: g.key), total
+
+
+def sorted_groups(groups: list[Group], sort: str, descending: bool) -> list[Group]:
+    """`groups` in the order of column `sort` (SORTS)."""
+    if sort == "key":
+        return sorted(groups, key=lambda g: g.key, reverse=descending)
+    if sort == "runs":
+        return sorted(groups, key=lambda g: len(g.runs), reverse=descending)
+    return sorted(groups, key=lambda g: getattr(g, sort), reverse=descending)
+
+
+def _runs(owner: User, filters: Filters) -> dict[int, _RunFacts]:
+    found = Run.objects.filter(owner=owner)
+    if filters.project:
+        found = found.filter(project=filters.project)
+    if filters.agent:
+        found = found.filter(format=filters.agent)
+    rows = found.values_list(
+        "id",
+        "model",
+        "project",
+        "format",
+        "created",
+        "title",
+        "public_id",
+        "collection_id",
+        "collection__public_id",
+        "collection__title",
+    )
+    out = {}
+    for pk, model, project, agent, created, title, public, group, group_id, group_title in rows:
+        session = f"c{group}" if group else f"r{pk}"
+        label = group_title or title
+        link = f"collections/{group_id}" if group else f"runs/{public}"
+        out[pk] = _RunFacts(model, project, agent, created.date(), session, label, link)
+    return out
+
+
+def _responses(
+    runs: dict[int, _RunFacts], filters: Filters
+) -> Iterator[tuple[int, dt.date, Usage]]:
+    ids = sorted(runs)
+    for first in range(0, len(ids), CHUNK):
+        rows = Message.objects.filter(
+            run_id__in=ids[first : first + CHUNK], usage_input__isnull=False
+        ).values_list(
+            "run_id",
+            "timestamp",
+            "usage_input",
+            "usage_cache_read",
+            "usage_cache_write",
+            "usage_output",
+            "usage_cache_write_1h",
+            "usage_model",
+        )
+        for run_id, when, u_in, u_read, u_write, u_out, u_hour, u_model in rows.iterator():
+            day = when.date() if when is not None else runs[run_id].created
+            early = filters.since is not None and day < filters.since
+            if early or (filters.until is not None and day > filters.until):
+                continue
+            usage = Usage(
+                u_in or 0, u_read or 0, u_write or 0, u_out or 0, u_hour or 0, u_model or ""
+            )
+            if filters.model and (usage.model or runs[run_id].model) != filters.model:
+                continue
+            yield run_id, day, usage
+
+
+def _group(groups: dict[str, Group], facts: _RunFacts, day: dt.date, model: str, by: By) -> Group:
+    key, label, link = _key(facts, day, model, by)
+    found = groups.get(key)
+    if found is None:
+        found = groups[key] = Group(key, label, link=link)
+    return found
+
+
+def _key(facts: _RunFacts, day: dt.date, model: str, by: By) -> tuple[str, str, str]:
+    """The group of a response: its key (the order of the rows), label and link."""
+    if by == "day":
+        return day.isoformat(), day.isoformat(), ""
+    if by == "week":
+        monday = day - dt.timedelta(days=day.weekday())
+        return monday.isoformat(), f"week of {monday.isoformat()}", ""
+    if by == "month":
+        return day.strftime("%Y-%m"), day.strftime("%Y-%m"), ""
+    if by == "model":  # the model that answered: a session may use several
+        return model or "(unknown)", model or "(unknown)", ""
+    if by == "project":
+        return facts.project or "(none)", facts.project or "(none)", ""
+    if by == "agent":
+        return facts.agent, facts.agent, ""
+    return facts.session, facts.label, facts.link

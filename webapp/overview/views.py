@@ -1,0 +1,181 @@
+"""`/overview/`: where tokens and money went across all of a person's runs (reads in
+webapp.overview.reads), as a chart, a table whose every row opens the runs behind it,
+and a CSV of the table."""
+
+from __future__ import annotations
+
+import calendar
+import csv
+import datetime as dt
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, QueryDict
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from webapp.http import SignedInRequest
+from webapp.overview import reads
+from webapp.overview.reads import BY, SORTS, Filters, Group
+
+TIME = ("day", "week", "month")
+
+
+class BadFilter(ValueError):
+    """A filter that cannot be used; the message names it."""
+
+
+@login_required
+@require_GET
+def overview(request: SignedInRequest) -> HttpResponse:
+    query = request.GET
+    try:
+        filters, by = _filters(query), _by(query)
+    except BadFilter as exc:
+        failed = {"error": str(exc), "form": query, "by_choices": BY}
+        return render(request, "overview.html", failed, status=400)
+    sort = query.get("sort", "key" if by in TIME else "cost")
+    sort = sort if sort in SORTS else "cost"
+    descending = query.get("dir", "asc" if sort == "key" else "desc") == "desc"
+    groups, total = reads.overview(request.user, filters, by)
+    rows = reads.sorted_groups(groups, sort, descending)
+    if query.get("format") == "csv":
+        return _csv(rows, by)
+    base = {k: str(v) for k, v in query.items() if k not in ("sort", "dir", "format") and v}
+    context: dict[str, Any] = {
+        "form": query,
+        "by": by,
+        "by_choices": BY,
+        "rows": [(g, _opens(g, by, base)) for g in rows],
+        "total": total,
+        "sort": sort,
+        "descending": descending,
+        "sorts": {
+            key: urlencode({**base, "sort": key, "dir": _next_way(key, sort, descending)})
+            for key in SORTS
+        },
+        "csv": urlencode(
+            {**base, "sort": sort, "dir": "desc" if descending else "asc", "format": "csv"}
+        ),
+        "figure": _figure(sorted(groups, key=lambda g: g.key) if by in TIME else rows[:30], by),
+    }
+    return render(request, "overview.html", context)
+
+
+def _next_way(key: str, sort: str, descending: bool) -> str:
+    if key == sort:
+        return "asc" if descending else "desc"
+    return "asc" if key == "key" else "desc"
+
+
+def _date(query: QueryDict, key: str) -> dt.date | None:
+    raw = query.get(key, "").strip()
+    if not raw:
+        return None
+    try:
+        return dt.date.fromisoformat(raw)
+    except ValueError:
+        raise BadFilter(f"{key}: expected a date such as 2026-12-05, got {raw!r}") from None
+
+
+def _filters(query: QueryDict) -> Filters:
+    since, until = _date(query, "since"), _date(query, "until")
+    if since and until and since > until:
+        raise BadFilter(f"since: {since} is after until ({until})")
+    return Filters(
+        since,
+        until,
+        query.get("project", "")[:500],
+        query.get("agent", "")[:30],
+        query.get("model", "")[:200],
+    )
+
+
+def _by(query: QueryDict) -> reads.By:
+    raw = query.get("by", "") or "day"
+    for choice in BY:
+        if raw == choice:
+            return choice
+    raise BadFilter(f"by: expected one of {', '.join(BY)}, got {raw!r}")
+
+
+def _opens(group: Group, by: str, base: dict[str, str]) -> str:
+    """Where a row leads: a session's run (or collection); any other row, the sessions
+    behind it (this overview, narrowed to it, by session)."""
+    if by == "session":
+        return f"/{group.link}/"
+    narrowed = {**base, "by": "session"}
+    if by in TIME:
+        first = dt.date.fromisoformat(group.key + "-01" if by == "month" else group.key)
+        if by == "day":
+            last = first
+        elif by == "week":
+            last = first + dt.timedelta(days=6)
+        else:
+            last = first.replace(day=calendar.monthrange(first.year, first.month)[1])
+        narrowed.update(since=first.isoformat(), until=last.isoformat())
+    elif not group.key.startswith("("):
+        narrowed[by] = group.key
+    return "?" + urlencode(narrowed)
+
+
+def _figure(groups: list[Group], by: str) -> dict[str, Any]:
+    labels = [g.label for g in groups]
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "x": labels,
+                "y": [round(g.cost, 4) for g in groups],
+                "name": "measured cost ($)",
+                "marker": {"color": "#2C7FB8"},
+                "customdata": [[g.total, g.responses, len(g.runs)] for g in groups],
+                "hovertemplate": "%{x}<br>$%{y:.2f}<br>%{customdata[0]:,} tokens in "
+                "%{customdata[1]:,} responses of %{customdata[2]:,} runs<extra></extra>",
+            }
+        ],
+        "layout": {
+            "height": 320,
+            "margin": {"l": 60, "r": 10, "t": 10, "b": 80},
+            "yaxis": {"title": {"text": "measured cost ($)"}, "rangemode": "tozero"},
+            "xaxis": {"type": "category", "automargin": True},
+            "plot_bgcolor": "#FFFFFF",
+            "paper_bgcolor": "#FFFFFF",
+        },
+    }
+
+
+def _csv(rows: list[Group], by: str) -> HttpResponse:
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="contextsim-overview-by-{by}.csv"'
+    out = csv.writer(response)
+    out.writerow(
+        [
+            by,
+            "responses",
+            "runs",
+            "input",
+            "cache_read",
+            "cache_write",
+            "output",
+            "cost_usd",
+            "unpriced_responses",
+        ]
+    )
+    for g in rows:
+        label = "'" + g.label if g.label[:1] in ("=", "+", "-", "@") else g.label  # no formula
+        out.writerow(
+            [
+                label,
+                g.responses,
+                len(g.runs),
+                g.input,
+                g.cache_read,
+                g.cache_write,
+                g.output,
+                round(g.cost, 6),
+                g.unpriced,
+            ]
+        )
+    return response
