@@ -62,11 +62,17 @@ def test_the_overview_adds_up_to_the_logs_and_the_dashboards(alice, alice_client
         sk = skeleton_of(run, "chars4")
         expected += run_measured_cost(run.model, sk.usage, run_prices(run)) or 0.0
     assert total.cost == pytest.approx(expected, abs=1e-5)  # each run's rounded to 1e-6
+    # The compactions the logs record: Claude Code's compact boundaries, Codex's
+    # compacted records.
+    marks = sum(1 for e in log_entries(session) if e.get("subtype") == "compact_boundary")
+    marks += sum(1 for e in log_entries(rollout) if e.get("type") == "compacted")
+    assert total.compactions == marks >= 1
     # Every grouping adds up to the same total.
     for by in ("day", "week", "month", "model", "project", "session"):
         rows = [g for g, _ in _page(alice_client, by=by).context["rows"]]
         assert sum(g.total for g in rows) == total.total, by
         assert sum(g.cost for g in rows) == pytest.approx(total.cost), by
+        assert sum(g.compactions for g in rows) == total.compactions, by
 
 
 @pytest.mark.parametrize("session", SESSION)

@@ -24,7 +24,17 @@ from webapp.models import Message, Run
 
 By = Literal["day", "week", "month", "model", "project", "agent", "session"]
 BY: tuple[By, ...] = ("day", "week", "month", "model", "project", "agent", "session")
-SORTS = ("key", "cost", "input", "cache_read", "cache_write", "output", "responses", "runs")
+SORTS = (
+    "key",
+    "cost",
+    "input",
+    "cache_read",
+    "cache_write",
+    "output",
+    "responses",
+    "runs",
+    "compactions",
+)
 CHUNK = 5_000
 """Responses read at a time."""
 
@@ -57,6 +67,8 @@ class Group:
     cost: float = 0.0
     responses: int = 0
     unpriced: int = 0
+    compactions: int = 0
+    """Compactions the logs record in it (at the time of the first message after one)."""
     runs: set[int] = field(default_factory=set)
     link: str = ""
     """The public id of the run (or collection) a session row opens; "" otherwise."""
@@ -75,6 +87,7 @@ class _RunFacts:
     session: str
     label: str
     link: str
+    compactions: tuple[int, ...] = ()
 
 
 def overview(owner: User | AnonymousUser, filters: Filters, by: By) -> tuple[list[Group], Group]:
@@ -103,6 +116,10 @@ def overview(owner: User | AnonymousUser, filters: Filters, by: By) -> tuple[lis
                 group.unpriced += 1
             else:
                 group.cost += cost
+    for run_id, day in _compactions(runs, filters):
+        facts = runs[run_id]
+        for group in (_group(groups, facts, day, facts.model, by), total):
+            group.compactions += 1
     return sorted(groups.values(), key=lambda g: g.key), total
 
 
@@ -132,14 +149,37 @@ def _runs(owner: User, filters: Filters) -> dict[int, _RunFacts]:
         "collection_id",
         "collection__public_id",
         "collection__title",
+        "compactions",
     )
     out = {}
-    for pk, model, project, agent, created, title, public, group, group_id, group_title in rows:
+    for row in rows:
+        pk, model, project, agent, created, title, public, group, group_id, label, marks = row
         session = f"c{group}" if group else f"r{pk}"
-        label = group_title or title
         link = f"collections/{group_id}" if group else f"runs/{public}"
-        out[pk] = _RunFacts(model, project, agent, created.date(), session, label, link)
+        at = tuple(int(m["before_message"]) for m in marks or () if "before_message" in m)
+        out[pk] = _RunFacts(
+            model, project, agent, created.date(), session, label or title, link, at
+        )
     return out
+
+
+def _compactions(runs: dict[int, _RunFacts], filters: Filters) -> Iterator[tuple[int, dt.date]]:
+    """(run, day) of each compaction the runs' logs record, in the date range and of the
+    model asked for: its day is its first message's after it (its summary)."""
+    for pk, facts in runs.items():
+        if not facts.compactions or (filters.model and facts.model != filters.model):
+            continue
+        times = dict(
+            Message.objects.filter(run_id=pk, index__in=facts.compactions).values_list(
+                "index", "timestamp"
+            )
+        )
+        for index in facts.compactions:
+            when = times.get(index)
+            day = when.date() if when is not None else facts.created
+            early = filters.since is not None and day < filters.since
+            if not early and (filters.until is None or day <= filters.until):
+                yield pk, day
 
 
 def _responses(

@@ -161,6 +161,7 @@ def _csv(rows: list[Group], by: str) -> HttpResponse:
             "output",
             "cost_usd",
             "unpriced_responses",
+            "compactions",
         ]
     )
     for g in rows:
@@ -176,6 +177,7 @@ def _csv(rows: list[Group], by: str) -> HttpResponse:
                 g.output,
                 round(g.cost, 6),
                 g.unpriced,
+                g.compactions,
             ]
         )
     return response
