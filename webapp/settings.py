@@ -179,6 +179,9 @@ DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{DATA_DIR / 'contextsim.sqlite3'}"),
         conn_max_age=60,
+        # A kept connection the server dropped (a restart, a failover) is found before
+        # it is used and replaced: the threads of the proxy and the workers keep theirs.
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):

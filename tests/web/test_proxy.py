@@ -417,3 +417,22 @@ def test_a_client_that_leaves_mid_stream_ends_the_upstream_call(proxy, key, upst
     assert "client disconnected" in call.error
     # The whole answer takes over 100 pieces x 0.05 s; the proxy let go well before.
     assert call.total_ms is not None and call.total_ms < 2_000
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="needs a database server")
+def test_a_connection_the_database_dropped_is_replaced_before_a_call(proxy, key, upstream):
+    for _ in range(6):  # every thread that looks callers up has its connection
+        claude(proxy, key).messages.create(
+            model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+        )
+    recorded(6)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    for _ in range(8):
+        claude(proxy, key).messages.create(
+            model="m", max_tokens=5, messages=[{"role": "user", "content": "y"}]
+        )
+    assert len(recorded(14)) == 14
