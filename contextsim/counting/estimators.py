@@ -99,6 +99,8 @@ class Tiktoken:
         # A long text is counted a piece at a time: the tokenizer returns a list of
         # every token (about 12 bytes of memory per character of text), which for one
         # 30 MB message was a third of a gigabyte.
+        if len(text) <= PIECE_CHARS:  # nearly every text: no pieces to look for
+            return self._count(text)
         return sum(self._count(piece) for piece in pieces(text, PIECE_CHARS))
 
     def _count(self, text: str) -> int:

@@ -166,16 +166,22 @@ def _runs(owner: User, filters: Filters) -> dict[int, _RunFacts]:
 def _compactions(runs: dict[int, _RunFacts], filters: Filters) -> Iterator[tuple[int, dt.date]]:
     """(run, day) of each compaction the runs' logs record, in the date range and of the
     model asked for: its day is its first message's after it (its summary)."""
-    for pk, facts in runs.items():
-        if not facts.compactions or (filters.model and facts.model != filters.model):
-            continue
-        times = dict(
-            Message.objects.filter(run_id=pk, index__in=facts.compactions).values_list(
-                "index", "timestamp"
-            )
-        )
+    compacted = {
+        pk: facts
+        for pk, facts in runs.items()
+        if facts.compactions and not (filters.model and facts.model != filters.model)
+    }
+    indexes = {i for facts in compacted.values() for i in facts.compactions}
+    times: dict[tuple[int, int], dt.datetime | None] = {}
+    ids = sorted(compacted)
+    for first in range(0, len(ids), CHUNK):  # one query per CHUNK runs, not one per run
+        rows = Message.objects.filter(
+            run_id__in=ids[first : first + CHUNK], index__in=indexes
+        ).values_list("run_id", "index", "timestamp")
+        times.update(((run, index), when) for run, index, when in rows)
+    for pk, facts in compacted.items():
         for index in facts.compactions:
-            when = times.get(index)
+            when = times.get((pk, index))
             day = when.date() if when is not None else facts.created
             early = filters.since is not None and day < filters.since
             if not early and (filters.until is None or day <= filters.until):
