@@ -73,3 +73,28 @@ def off_the_main_thread(work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     own loop (asyncio.run, an SDK's run_sync) must not run there."""
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(work, *args, **kwargs).result()
+
+
+def npm_package(name: str, version: str, inside: str) -> Path:
+    """`inside` (a path within node_modules/) of npm's `name@version`, installed into
+    .cache/<name>/ the first time. The test is skipped with the reason where npm is
+    missing, except in CI, where that fails it."""
+    import shutil
+    import subprocess
+
+    root = ROOT / ".cache" / name
+    found = root / "node_modules" / inside
+    command = ["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(root)]
+    if not found.exists() and shutil.which("npm"):
+        subprocess.run(
+            [*command, f"{name}@{version}"],
+            check=False,
+            capture_output=True,
+            timeout=300,
+        )
+    if not found.exists():
+        message = f"{name} not found at {found} (npm install {name}@{version})"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return found

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import npm_package
+
 CHROMIUM = os.environ.get("CONTEXTSIM_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
     "--headless",
@@ -140,33 +142,10 @@ AXE_VERSION = "4.14.1"
 def axe_source() -> str:
     """axe-core's script: from CONTEXTSIM_AXE, else installed by npm into .cache/ the
     first time. Skipped with the reason where npm is missing, except in CI."""
-    import subprocess
-
     given = os.environ.get("CONTEXTSIM_AXE")
-    root = Path(__file__).resolve().parents[2] / ".cache" / "axe"
-    script = Path(given) if given else root / "node_modules" / "axe-core" / "axe.min.js"
-    if not script.exists() and not given and shutil.which("npm"):
-        subprocess.run(
-            [
-                "npm",
-                "install",
-                "--silent",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-                str(root),
-                f"axe-core@{AXE_VERSION}",
-            ],
-            check=False,
-            capture_output=True,
-            timeout=300,
-        )
-    if not script.exists():
-        message = f"axe-core not found at {script} (npm install axe-core@{AXE_VERSION})"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return script.read_text()
+    if given:
+        return Path(given).read_text()
+    return npm_package("axe-core", AXE_VERSION, "axe-core/axe.min.js").read_text()
 
 
 def axe_violations(page, source: str, rules: list[str] | None = None) -> list[dict]:  # type: ignore[no-untyped-def]

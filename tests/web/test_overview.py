@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 
 from contextsim.truth.prices import run_measured_cost
-from tests.conftest import corpus_files, log_entries
+from tests.conftest import corpus_files, log_entries, npm_package
 from tests.web.test_import_service import import_bytes
 from webapp.dashboard.analysis import run_prices
 from webapp.models import Run
@@ -115,33 +115,12 @@ def test_nobody_sees_anothers_overview(alice, bob, client):
 
 
 CCUSAGE_VERSION = "20.0.24"
-NPM_INSTALL = ("npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix")
 
 
 @pytest.fixture(scope="session")
 def ccusage() -> str:
-    """ccusage's command: installed by npm into .cache/ the first time. Skipped with the
-    reason where npm is missing, except in CI."""
-    import os
-    import shutil
-    import subprocess
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2] / ".cache" / "ccusage"
-    command = root / "node_modules" / ".bin" / "ccusage"
-    if not command.exists() and shutil.which("npm"):
-        subprocess.run(
-            [*NPM_INSTALL, str(root), f"ccusage@{CCUSAGE_VERSION}"],
-            check=False,
-            capture_output=True,
-            timeout=300,
-        )
-    if not command.exists():
-        message = f"ccusage not found at {command} (npm install ccusage@{CCUSAGE_VERSION})"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return str(command)
+    """ccusage's command, installed by npm (tests.conftest.npm_package)."""
+    return str(npm_package("ccusage", CCUSAGE_VERSION, ".bin/ccusage"))
 
 
 @pytest.mark.parametrize("path", corpus_files("claude_code", "*.jsonl"))
