@@ -171,3 +171,14 @@ def _through_bedrock(path) -> bool:
         for e in log_entries(path)
         if e.get("type") == "assistant"
     )
+
+
+def test_a_label_from_a_log_is_shown_as_text_in_the_chart():
+    from webapp.overview.reads import Group
+    from webapp.overview.views import _figure
+
+    figure = _figure(
+        [Group("r1", '<a href="https://evil.example">click</a> and more text')], "session"
+    )
+    shown = figure["layout"]["xaxis"]["ticktext"][0] + figure["data"][0]["customdata"][0][0]
+    assert "<a" not in shown and "&lt;a href=" in shown

@@ -15,6 +15,7 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from webapp.dashboard.charts.composition import plain
 from webapp.http import SignedInRequest
 from webapp.overview import reads
 from webapp.overview.reads import BY, SORTS, Filters, Group
@@ -120,26 +121,45 @@ def _opens(group: Group, by: str, base: dict[str, str]) -> str:
     return "?" + urlencode(narrowed)
 
 
+LABEL_CHARS = 24
+"""Characters of a row's label under its bar (the whole label is in the hover box)."""
+
+
 def _figure(groups: list[Group], by: str) -> dict[str, Any]:
-    labels = [g.label for g in groups]
+    # Labels come from the logs (session titles): escaped, as plotly.js applies some
+    # HTML tags in them.
+    full = [plain(g.label) for g in groups]
+    short = [
+        plain(g.label if len(g.label) <= LABEL_CHARS else g.label[: LABEL_CHARS - 1] + "…")
+        for g in groups
+    ]
+    # Each bar is its position (two sessions may share a title); the axis names them.
+    positions = list(range(len(groups)))
     return {
         "data": [
             {
                 "type": "bar",
-                "x": labels,
+                "x": positions,
                 "y": [round(g.cost, 4) for g in groups],
                 "name": "measured cost ($)",
                 "marker": {"color": "#2C7FB8"},
-                "customdata": [[g.total, g.responses, len(g.runs)] for g in groups],
-                "hovertemplate": "%{x}<br>$%{y:.2f}<br>%{customdata[0]:,} tokens in "
-                "%{customdata[1]:,} responses of %{customdata[2]:,} runs<extra></extra>",
+                "customdata": [
+                    [name, g.total, g.responses, len(g.runs)]
+                    for name, g in zip(full, groups, strict=True)
+                ],
+                "hovertemplate": "%{customdata[0]}<br>$%{y:.2f}<br>%{customdata[1]:,} tokens "
+                "in %{customdata[2]:,} responses of %{customdata[3]:,} runs<extra></extra>",
             }
         ],
         "layout": {
-            "height": 320,
-            "margin": {"l": 60, "r": 10, "t": 10, "b": 80},
+            "margin": {"l": 60, "r": 10, "t": 10, "b": 10},
             "yaxis": {"title": {"text": "measured cost ($)"}, "rangemode": "tozero"},
-            "xaxis": {"type": "category", "automargin": True},
+            "xaxis": {
+                "tickmode": "array",
+                "tickvals": positions,
+                "ticktext": short,
+                "automargin": True,
+            },
             "plot_bgcolor": "#FFFFFF",
             "paper_bgcolor": "#FFFFFF",
         },
