@@ -300,6 +300,18 @@ class RunSkeleton(models.Model):
         ]
 
 
+class RunShares(models.Model):
+    """Where a run's context went over all its requests, as its dashboard shows it by
+    default (as_logged, reconciled: contextsim.analysis.context_shares), at one of its
+    revisions: what the overview adds up across runs. Stored by a job
+    (webapp.store.actions.shares); a form of another revision or layout is not read."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="context_shares")
+    data = models.JSONField()
+    revision = models.PositiveIntegerField(default=0)
+    """The run's revision the shares were computed from."""
+
+
 class EstimatorReport(models.Model):
     """A run's estimator comparison by script against one reference tokenizer: it reads
     and tokenizes the run's whole text, so it is computed once per revision and kept

@@ -182,3 +182,61 @@ def test_a_label_from_a_log_is_shown_as_text_in_the_chart():
     )
     shown = figure["layout"]["xaxis"]["ticktext"][0] + figure["data"][0]["customdata"][0][0]
     assert "<a" not in shown and "&lt;a href=" in shown
+
+
+def _tools_called(path) -> set[str]:
+    """The tools a Claude Code session's assistant messages call, read from the JSONL."""
+    found = set()
+    for entry in log_entries(path):
+        message = entry.get("message")
+        if entry.get("type") == "assistant" and isinstance(message, dict):
+            for block in message.get("content") or ():
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    found.add(block["name"])
+    return found
+
+
+@pytest.mark.parametrize("session", SESSION)
+def test_where_the_context_went_is_each_runs_page_summed(alice, alice_client, session):
+    from webapp.dashboard.analysis import analyse, tool_parts
+    from webapp.dashboard.state import defaults_for, read_state
+    from webapp.store.actions import derivation
+
+    import_bytes(alice, session.name, session.read_bytes())
+    runs = list(Run.objects.filter(owner=alice))
+    # Before the job has run, the page says the runs are still being counted.
+    waiting = _page(alice_client).context["where"]
+    assert waiting.counted == 0 and waiting.waiting == len(runs)
+    assert derivation.do_derive_pending(limit=100) == len(runs)
+    assert derivation.pending() == []  # stored: not derived again
+    where = _page(alice_client).context["where"]
+    assert (where.counted, where.waiting) == (len(runs), 0)
+    # Each tool's tokens are the sum of what each run's page says it sent.
+    tools: dict[str, int] = {}
+    sent = 0
+    for run in runs:
+        state = read_state({}, defaults=defaults_for(run.model, run.context_window))
+        result = analyse(run, state, alone=True)
+        sent += sum(r.sent for r in result.main.records)
+        for t in tool_parts(result, None, run)[0]:
+            if t.run_tokens:
+                tools[t.name] = tools.get(t.name, 0) + t.run_tokens
+    assert where.sent == sent
+    assert {s.name: s.tokens for s in where.tools} == tools
+    # The tools are the ones the log calls; their parts are part of what was sent.
+    assert {s.name for s in where.tools} == _tools_called(session)
+    parts = {s.name: s.tokens for s in where.parts}
+    assert parts["tool_result"] > 0 and parts["user"] > 0
+    assert sum(s.tokens for s in where.tools) <= parts["tool_result"] + parts.get(
+        "tool_call", 0
+    ) + parts.get("assistant", 0) + parts.get("cleared", 0)
+    # A tool's row opens the sessions that used it; its figures are theirs only.
+    top = where.tools[0]
+    narrowed = _page(alice_client, by="session", tool=top.name)
+    assert narrowed.status_code == 200
+    assert narrowed.context["where"].counted == top.runs
+    page = _page(alice_client).content.decode()
+    assert "Where the context went" in page and f"tool={top.name}" in page.replace("%5F", "_")
+    # A run that grows gets its shares again, at its new revision.
+    Run.objects.filter(pk=runs[0].pk).update(revision=runs[0].revision + 1)
+    assert [r.pk for r in derivation.pending()] == [runs[0].pk]

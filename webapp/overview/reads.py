@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import F
 
+from contextsim.analysis.context_shares import ContextShares
 from contextsim.model import Usage
 from contextsim.truth.costs import Prices
 from contextsim.truth.prices import response_cost
 from webapp.dashboard.analysis import run_prices
-from webapp.models import Message, Run
+from webapp.models import Message, Run, RunShares
 
 By = Literal["day", "week", "month", "model", "project", "agent", "session"]
 BY: tuple[By, ...] = ("day", "week", "month", "model", "project", "agent", "session")
@@ -50,6 +52,36 @@ class Filters:
     project: str = ""
     agent: str = ""
     model: str = ""
+    tool: str = ""
+    """Only runs whose requests sent this tool's results, calls or definition."""
+    server: str = ""
+    """Only runs whose requests sent a tool of this MCP server (or "built-in")."""
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """One part of the context the runs sent (tokens summed over their requests), and
+    how many runs sent it."""
+
+    name: str
+    tokens: int
+    runs: int
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """Where the context of the runs behind the overview went (the sums of each run's
+    stored shares: webapp.store.actions.shares): `sent` over all their requests, its
+    `parts` (analysis.context_shares), `tools` and `servers`, the largest first.
+    `counted` runs have their shares stored; `waiting` have not yet (a job computes
+    them once a run is counted and idle)."""
+
+    sent: int = 0
+    parts: tuple[Share, ...] = ()
+    tools: tuple[Share, ...] = ()
+    servers: tuple[Share, ...] = ()
+    counted: int = 0
+    waiting: int = 0
 
 
 @dataclass(slots=True)
@@ -123,6 +155,46 @@ def overview(owner: User | AnonymousUser, filters: Filters, by: By) -> tuple[lis
     return sorted(groups.values(), key=lambda g: g.key), total
 
 
+def context(run_ids: set[int]) -> Context:
+    """Where the context of these runs went (their stored shares of their current
+    revision summed; the others are `waiting`)."""
+    parts: dict[str, list[int]] = {}
+    tools: dict[str, list[int]] = {}
+    servers: dict[str, list[int]] = {}
+    sent = counted = 0
+    for data in _shares(run_ids).values():
+        counted += 1
+        sent += data.sent
+        for into, found in ((parts, data.parts), (tools, data.tools), (servers, data.servers)):
+            for name, tokens in found.items():
+                into.setdefault(name, [0, 0])
+                into[name][0] += tokens
+                into[name][1] += 1
+
+    def ranked(found: dict[str, list[int]]) -> tuple[Share, ...]:
+        rows = (Share(name, tokens, runs) for name, (tokens, runs) in found.items())
+        return tuple(sorted(rows, key=lambda s: (-s.tokens, s.name)))
+
+    return Context(
+        sent, ranked(parts), ranked(tools), ranked(servers), counted, len(run_ids) - counted
+    )
+
+
+def _shares(run_ids: set[int] | list[int]) -> dict[int, ContextShares]:
+    """The runs' stored shares of their current revision and layout, by run."""
+    ids = sorted(run_ids)
+    out: dict[int, ContextShares] = {}
+    for first in range(0, len(ids), CHUNK):
+        rows = RunShares.objects.filter(
+            run_id__in=ids[first : first + CHUNK], revision=F("run__revision")
+        ).values_list("run_id", "data")
+        for run_id, data in rows:
+            found = ContextShares.from_dict(data)
+            if found is not None:
+                out[run_id] = found
+    return out
+
+
 def sorted_groups(groups: list[Group], sort: str, descending: bool) -> list[Group]:
     """`groups` in the order of column `sort` (SORTS)."""
     if sort == "key":
@@ -160,6 +232,15 @@ def _runs(owner: User, filters: Filters) -> dict[int, _RunFacts]:
         out[pk] = _RunFacts(
             model, project, agent, created.date(), session, label or title, link, at
         )
+    if filters.tool or filters.server:
+        shares = _shares(list(out))
+        out = {
+            pk: facts
+            for pk, facts in out.items()
+            if pk in shares
+            and (not filters.tool or filters.tool in shares[pk].tools)
+            and (not filters.server or filters.server in shares[pk].servers)
+        }
     return out
 
 

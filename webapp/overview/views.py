@@ -15,7 +15,14 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from webapp.dashboard.charts.composition import plain
+from contextsim.analysis.context_shares import UNLOGGED
+from contextsim.model import KINDS
+from webapp.dashboard.charts.composition import (
+    DISPOSITION_COLOURS,
+    KIND_COLOURS,
+    UNLOGGED_COLOUR,
+    plain,
+)
 from webapp.http import SignedInRequest
 from webapp.overview import reads
 from webapp.overview.reads import BY, SORTS, Filters, Group
@@ -61,7 +68,66 @@ def overview(request: SignedInRequest) -> HttpResponse:
         ),
         "figure": _figure(sorted(groups, key=lambda g: g.key) if by in TIME else rows[:30], by),
     }
+    where = reads.context(total.runs)
+    context.update(
+        where=where,
+        parts=[(s, PART_LABELS.get(s.name, s.name)) for s in where.parts],
+        tools=[(s, _narrowed(base, tool=s.name)) for s in where.tools[:TOP]],
+        servers=[(s, _narrowed(base, server=s.name)) for s in where.servers[:TOP]],
+        more_tools=max(len(where.tools) - TOP, 0),
+        parts_figure=_parts_figure(where),
+    )
     return render(request, "overview.html", context)
+
+
+TOP = 25
+"""Tools (and MCP servers) listed, the largest first."""
+PART_LABELS: dict[str, str] = {
+    **{kind: f"kept: {kind.replace('_', ' ')}" for kind in KINDS},
+    "cleared": "cleared (notes)",
+    "summary": "summary",
+    "offloaded": "offloaded (stubs)",
+    "notes": "notes",
+    UNLOGGED: "unlogged (fitted overhead)",
+}
+PART_COLOURS = {**KIND_COLOURS, **DISPOSITION_COLOURS, UNLOGGED: UNLOGGED_COLOUR}
+
+
+def _narrowed(base: dict[str, str], **also: str) -> str:
+    """The sessions behind a figure: this overview narrowed to it, by session."""
+    return "?" + urlencode({**base, "by": "session", "sort": "cost", **also})
+
+
+def _parts_figure(where: reads.Context) -> dict[str, Any]:
+    """One horizontal bar per part of what the runs sent, the largest on top, in the
+    colours of each run's composition chart."""
+    shown = list(reversed(where.parts))
+    labels = [PART_LABELS.get(s.name, plain(s.name)) for s in shown]
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "orientation": "h",
+                "x": [s.tokens for s in shown],
+                "y": labels,
+                "marker": {"color": [PART_COLOURS.get(s.name, "#555555") for s in shown]},
+                "customdata": [
+                    [round(100 * s.tokens / where.sent, 1) if where.sent else 0, s.runs]
+                    for s in shown
+                ],
+                "hovertemplate": "%{y}<br>%{x:,} tokens sent (%{customdata[0]}%) "
+                "by %{customdata[1]:,} runs<extra></extra>",
+            }
+        ],
+        "layout": {
+            "margin": {"l": 10, "r": 10, "t": 10, "b": 40},
+            "xaxis": {"title": {"text": "tokens sent, over every request"}, "rangemode": "tozero"},
+            "yaxis": {"automargin": True},
+            "height": 60 + 28 * max(len(shown), 1),
+            "plot_bgcolor": "#FFFFFF",
+            "paper_bgcolor": "#FFFFFF",
+        },
+    }
 
 
 def _next_way(key: str, sort: str, descending: bool) -> str:
@@ -90,6 +156,8 @@ def _filters(query: QueryDict) -> Filters:
         query.get("project", "")[:500],
         query.get("agent", "")[:30],
         query.get("model", "")[:200],
+        query.get("tool", "")[:300],
+        query.get("server", "")[:300],
     )
 
 

@@ -12,6 +12,7 @@ short transaction. What an attempt whose worker was lost counted is not counted 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -22,10 +23,14 @@ from django.utils import timezone
 from contextsim.counting import skeleton
 from contextsim.counting.builder import SkeletonBuilder
 from contextsim.counting.estimators import ESTIMATORS, CountMemo
+from webapp.dashboard.state import BadQuery
 from webapp.models import EstimatorReport, ImportJob, Message, Run, RunSkeleton, Upload
 from webapp.store.actions.rows import BATCH, storable
 from webapp.store.actions.saving import STAGE_ROWS
+from webapp.store.actions.shares import do_store_shares, stale
 from webapp.store.reads import MESSAGE_FIELDS, report_of, run_facts, stored_message
+
+logger = logging.getLogger(__name__)
 
 
 def do_count_rest(run: Run, counted: Callable[[int], None] = lambda n: None) -> None:
@@ -105,21 +110,34 @@ DERIVE_AT_ONCE = 20
 def do_derive(run: Run) -> None:
     """Store what is derived from `run` at its revision and not stored yet: every
     registered estimator's counts its messages lack and every estimator's skeleton
-    (do_count_rest with them all). Rows of the run's other revisions are replaced. A run
-    that changes meanwhile keeps its new revision's data to a later derivation (what
-    was written is of the revision read, which the reads then ignore)."""
+    (do_count_rest with them all), then where its context went (the overview's
+    shares: webapp.store.actions.shares). Rows of the run's other revisions are
+    replaced. A run that changes meanwhile keeps its new revision's data to a later
+    derivation (what was written is of the revision read, which the reads then ignore)."""
     stored = Run.objects.filter(pk=run.pk).first()
     if stored is None:
         return
-    stored.counting = list(ESTIMATORS)
-    do_count_rest(stored)
+    if _current_skeletons(stored) < len(ESTIMATORS):
+        stored.counting = list(ESTIMATORS)
+        do_count_rest(stored)
+    try:
+        do_store_shares(stored)
+    except BadQuery as exc:  # a run no simulation can take: its page says why too
+        logger.warning("run %s: no context shares: %s", stored.public_id, exc)
+
+
+def _current_skeletons(run: Run) -> int:
+    return RunSkeleton.objects.filter(
+        run=run, revision=run.revision, data__layout=skeleton.LAYOUT
+    ).count()
 
 
 def pending(limit: int = DERIVE_AT_ONCE) -> list[Run]:
     """Runs to do_derive: shown, not being counted by their import, idle (no append for
     IDLE) and without a skeleton of every registered estimator, in the current layout,
     for their current revision (a live run after its last append, a run whose stored
-    skeletons are of an older layout or were never made)."""
+    skeletons are of an older layout or were never made), or without their current
+    shares (webapp.store.actions.shares)."""
     current = Count(
         "skeletons",
         filter=Q(skeletons__revision=F("revision"), skeletons__data__layout=skeleton.LAYOUT),
@@ -128,7 +146,7 @@ def pending(limit: int = DERIVE_AT_ONCE) -> list[Run]:
     found = (
         Run.objects.filter(idle, counting=[])
         .annotate(current=current)
-        .filter(current__lt=len(ESTIMATORS))
+        .filter(Q(current__lt=len(ESTIMATORS)) | stale())
         .order_by("pk")
     )
     return list(found[:limit])
