@@ -35,6 +35,7 @@ SUITES: dict[str, str] = {
     "proxy": "bench.suite_proxy:run",
     "otlp": "bench.suite_otlp:run",
     "doors": "bench.suite_doors:run",
+    "history": "bench.suite_history:run",
 }
 """Suite name -> "module:function" returning list[Figure]."""
 

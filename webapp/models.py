@@ -171,6 +171,8 @@ class Run(models.Model):
     """The window the log states (tokens), if it states one."""
     harness_version = models.CharField(max_length=40, blank=True)
     project = models.CharField(max_length=500, blank=True, default="")
+    machine = models.CharField(max_length=100, blank=True, default="")
+    """The machine whose watcher sent the run (`watch --to`); "" for one stored here."""
     """The folder the agent worked in (contextsim.model.Run.project)."""
     window_source = models.CharField(max_length=300, blank=True)
     """Where context_window comes from (contextsim.model.Run.window_source)."""

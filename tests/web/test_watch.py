@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from contextsim.ingest.agent_folders import folders_to_watch
 from contextsim.ingest.detect import parse_path
 from tests.conftest import corpus_root
-from webapp.ingest.watch.folders import folders_to_watch
 from webapp.ingest.watch.services import do_watch_pass
 from webapp.models import Run, WatchedFile
 
@@ -99,6 +99,36 @@ def test_a_file_that_grows_is_followed(home, alice):
     assert run.message_count == len(full.messages)
 
 
+def test_a_history_is_shown_first_and_counted_by_the_tokenizers_later(home, alice, client):
+    from django.utils import timezone
+
+    from contextsim.counting.estimators import ESTIMATORS, SHOWN_FIRST
+    from webapp.models import Message, RunSkeleton
+    from webapp.store.actions import derivation
+
+    folders = folders_to_watch([str(home / ".codex")], home=home, env={})
+    do_watch_pass(alice, folders, {})
+    (run,) = Run.objects.filter(format="codex")
+    # Shown once counted by the fast estimator; the others are left for later.
+    assert set(run.counting) == set(ESTIMATORS) - {SHOWN_FIRST}
+    assert set(RunSkeleton.objects.filter(run=run).values_list("estimator", flat=True)) == {
+        SHOWN_FIRST
+    }
+    client.force_login(alice)
+    page = client.get(f"/runs/{run.public_id}/")
+    assert page.status_code == 200 and page.context["result"].stand_in == SHOWN_FIRST
+    # Still growing: not counted yet. Idle: the job counts it, and it is not pending after.
+    assert derivation.pending() == []
+    Run.objects.filter(pk=run.pk).update(last_append=timezone.now() - 2 * derivation.IDLE)
+    assert derivation.do_derive_pending() == 1
+    run.refresh_from_db()
+    assert run.counting == [] and derivation.pending() == []
+    assert RunSkeleton.objects.filter(run=run, revision=run.revision).count() == len(ESTIMATORS)
+    counts = Message.objects.filter(run=run).values_list("counts", flat=True)
+    assert all(set(c) >= set(ESTIMATORS) for c in counts)
+    assert client.get(f"/runs/{run.public_id}/").context["result"].stand_in == ""
+
+
 def test_the_command_says_what_it_read_and_what_it_could_not(home, alice, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     out, err = io.StringIO(), io.StringIO()
@@ -159,3 +189,55 @@ def test_serve_watch_shows_the_history_and_stops_with_the_server(home, tmp_path)
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
         subprocess.run(["pkill", "-f", f"{tmp_path}"], check=False)
+
+
+def test_watch_reads_a_line_as_it_is_written_by_its_notification(home, tmp_path):
+    """A whole pass only every hour: the line is read because the system said the file
+    changed (watchfiles), and the other files are not read again."""
+    import os
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+
+    log = next((home / ".codex").rglob("rollout-*.jsonl"))
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[: len(lines) // 2]))
+    data = tmp_path / "data"
+    env = {**os.environ, "HOME": str(home), "CONTEXTSIM_DATA_DIR": str(data)}
+    env.pop("DATABASE_URL", None)
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    watch = subprocess.Popen(
+        [*manage, "watch", "--interval", "3600"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+
+    def codex_messages() -> list[int]:
+        with sqlite3.connect(data / "contextsim.sqlite3") as db:
+            rows = db.execute("select message_count from webapp_run where format = 'codex'")
+            return [row[0] for row in rows]
+
+    try:
+        assert watch.stdout is not None
+        for said in watch.stdout:
+            if "file(s):" in said:
+                break
+        (before,) = codex_messages()
+        log.write_bytes(b"".join(lines))  # the agent writes the rest
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and codex_messages() == [before]:
+            time.sleep(0.1)
+        (after,) = codex_messages()
+        (run,) = parse_path(str(log)).runs
+        assert after == len(run.messages) > before
+    finally:
+        watch.terminate()
+        watch.wait(10)

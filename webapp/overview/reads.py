@@ -24,8 +24,17 @@ from contextsim.truth.prices import response_cost
 from webapp.dashboard.analysis import run_prices
 from webapp.models import Message, Run, RunShares
 
-By = Literal["day", "week", "month", "model", "project", "agent", "session"]
-BY: tuple[By, ...] = ("day", "week", "month", "model", "project", "agent", "session")
+By = Literal["day", "week", "month", "model", "project", "agent", "machine", "session"]
+BY: tuple[By, ...] = (
+    "day",
+    "week",
+    "month",
+    "model",
+    "project",
+    "agent",
+    "machine",
+    "session",
+)
 SORTS = (
     "key",
     "cost",
@@ -56,6 +65,8 @@ class Filters:
     """Only runs whose requests sent this tool's results, calls or definition."""
     server: str = ""
     """Only runs whose requests sent a tool of this MCP server (or "built-in")."""
+    machine: str = ""
+    """Only runs sent by this machine's watcher (`watch --to`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +131,7 @@ class _RunFacts:
     label: str
     link: str
     compactions: tuple[int, ...] = ()
+    machine: str = ""
 
 
 def overview(owner: User | AnonymousUser, filters: Filters, by: By) -> tuple[list[Group], Group]:
@@ -210,6 +222,8 @@ def _runs(owner: User, filters: Filters) -> dict[int, _RunFacts]:
         found = found.filter(project=filters.project)
     if filters.agent:
         found = found.filter(format=filters.agent)
+    if filters.machine:
+        found = found.filter(machine=filters.machine)
     rows = found.values_list(
         "id",
         "model",
@@ -222,15 +236,16 @@ def _runs(owner: User, filters: Filters) -> dict[int, _RunFacts]:
         "collection__public_id",
         "collection__title",
         "compactions",
+        "machine",
     )
     out = {}
     for row in rows:
-        pk, model, project, agent, created, title, public, group, group_id, label, marks = row
+        pk, model, project, agent, created, title, public, group, group_id, label, marks, host = row
         session = f"c{group}" if group else f"r{pk}"
         link = f"collections/{group_id}" if group else f"runs/{public}"
         at = tuple(int(m["before_message"]) for m in marks or () if "before_message" in m)
         out[pk] = _RunFacts(
-            model, project, agent, created.date(), session, label or title, link, at
+            model, project, agent, created.date(), session, label or title, link, at, host
         )
     if filters.tool or filters.server:
         shares = _shares(list(out))
@@ -322,4 +337,6 @@ def _key(facts: _RunFacts, day: dt.date, model: str, by: By) -> tuple[str, str, 
         return facts.project or "(none)", facts.project or "(none)", ""
     if by == "agent":
         return facts.agent, facts.agent, ""
+    if by == "machine":  # the watcher that sent it (watch --to); "" for this one
+        return facts.machine or "(this server)", facts.machine or "(this server)", ""
     return facts.session, facts.label, facts.link

@@ -158,6 +158,7 @@ def _filters(query: QueryDict) -> Filters:
         query.get("model", "")[:200],
         query.get("tool", "")[:300],
         query.get("server", "")[:300],
+        query.get("machine", "")[:100],
     )
 
 

@@ -46,6 +46,17 @@ VERSION = 1
 PIECE = 500
 """Messages handed over at a time by NativeImporter.document_pieces."""
 RUN_FIELDS = ("title", "model", "session_id", "parent_session_id", "subagent", "project")
+SOURCE_FIELDS = {
+    "format": str,
+    "context_window": int,
+    "harness_version": str,
+    "window_source": str,
+    "compaction_request": bool,
+}
+"""What a run sent on from another log keeps of its source (contextsim.cli.send_history):
+the source's format (its agent's rules and prices follow it), its window and where that
+came from, its agent's version, whether it is a compaction's request. Optional."""
+FORMAT_NAME = re.compile(r"[a-z0-9_-]{1,30}")
 
 
 class NativeImporter:
@@ -182,14 +193,25 @@ def _run(
     for key, value in fields.items():
         kind: type = bool if key == "subagent" else str
         expect(path, f"{where}.{key}", value, kind, f"a {kind.__name__}")
+    source: dict[str, Any] = {"format": "native"}
+    for key, kind in SOURCE_FIELDS.items():
+        if key in data and data[key] is not None:
+            value = data[key]
+            if kind is int and (
+                isinstance(value, bool) or not isinstance(value, int) or value <= 0
+            ):
+                raise FormatError(path, f"{where}.{key}", "expected a positive whole number")
+            expect(path, f"{where}.{key}", value, kind, f"a {kind.__name__}")
+            source[key] = value
+    if not FORMAT_NAME.fullmatch(source["format"]):
+        raise FormatError(path, f"{where}.format", "expected a format's name such as codex")
     return Run(
         messages=tuple(messages),
-        format="native",
         compactions=tuple(compactions),
         elisions=tuple(
             e for e in elisions if e.message < (len(messages) if count is None else count)
         ),
-        **{"title": "untitled run", **fields},
+        **{"title": "untitled run", **fields, **source},
     )
 
 
@@ -383,6 +405,11 @@ def run_to_dict(run: Run) -> dict[str, Any]:
         "parent_session_id": run.parent_session_id,
         "subagent": run.subagent,
         **({"project": run.project} if run.project else {}),
+        **{
+            key: getattr(run, key)
+            for key in SOURCE_FIELDS
+            if getattr(run, key) not in ("native", "", None, False)
+        },
         "messages": [message_to_dict(m) for m in run.messages],
         "compactions": [
             {"before_message": c.before_message, "pre_tokens": c.pre_tokens, "trigger": c.trigger}

@@ -194,3 +194,32 @@ def test_the_facts_reasoning_and_usage_carry_round_trip():
     )
     back = parse_message("t", "m", message_to_dict(message))
     assert (back.parts, back.usage) == (message.parts, message.usage)
+
+
+def test_a_run_sent_on_keeps_its_sources_facts_and_a_bad_one_is_named():
+    from contextsim.model import Message as Said
+    from contextsim.model import Run as Sent
+
+    run = Sent(
+        "t",
+        (Said("user", (TextPart("hi"),)),),
+        format="codex",
+        context_window=272_000,
+        harness_version="0.50.0",
+        window_source="the log's model_context_window",
+    )
+    body = json.dumps({"contextsim": 1, "runs": [run_to_dict(run)]}).encode()
+    (back,) = parse_stream("sent", io.BytesIO(body)).runs
+    assert (back.format, back.context_window, back.harness_version, back.window_source) == (
+        "codex",
+        272_000,
+        "0.50.0",
+        "the log's model_context_window",
+    )
+    bad = json.loads(body)
+    bad["runs"][0]["context_window"] = -5
+    with pytest.raises(FormatError, match=r"\$\.runs\[0\]\.context_window: expected a positive"):
+        parse_stream("sent", io.BytesIO(json.dumps(bad).encode()))
+    bad["runs"][0].update(context_window=1, format="<b>")
+    with pytest.raises(FormatError, match=r"\$\.runs\[0\]\.format: expected a format's name"):
+        parse_stream("sent", io.BytesIO(json.dumps(bad).encode()))

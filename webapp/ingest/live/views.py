@@ -27,7 +27,7 @@ from webapp.access.services.tokens import caller
 from webapp.dashboard import state as viewstate
 from webapp.estimators.reads import estimators_for
 from webapp.ingest.live import reads as reads
-from webapp.models import Run
+from webapp.models import Message, Run
 from webapp.runs.reads import visible_runs
 from webapp.runtime import full_disk
 from webapp.store.actions import appends as streaming
@@ -95,6 +95,7 @@ def _figures(request: HttpRequest, run: Run) -> dict[str, Any]:
         "requests": run.request_count,
         "revision": run.revision,
         "live": run.last_append is not None,
+        "machine": run.machine,
         "created": run.created.isoformat(),
         "url": request.build_absolute_uri(reverse("run", args=[run.public_id])),
     }
@@ -173,15 +174,40 @@ def _limit(raw: str) -> int:
 @csrf_exempt
 @require_POST
 def create_runs(request: HttpRequest) -> HttpResponse:
-    """Body: a log in any supported format (`?format=` to skip detection)."""
+    """Body: a log in any supported format (`?format=` to skip detection).
+
+    With `?stream=<key>&machine=<name>` (a watcher on another machine: `watch --to`),
+    the body holds one run and the answer is the run that follows that stream on that
+    machine: created (201) the first time, else (200) only its title, model and
+    compactions updated: the sender appends its messages from the answer's `messages`
+    count (`last_hash`: its last message's content hash), so a retry changes nothing."""
 
     def work() -> tuple[int, dict[str, Any]]:
         owner = _owner(request)
         parsed = parse_stream(BODY, io.BytesIO(request.body), request.GET.get("format") or None)
+        stream = request.GET.get("stream", "").strip()
+        if stream:
+            return _stream(request, owner, stream, parsed.runs)
         runs = streaming.do_create_live_runs(owner, parsed.runs)
         return 201, {"runs": [_figures(request, r) for r in runs], "warnings": parsed.warnings}
 
     return _answer(request, work)
+
+
+def _stream(
+    request: HttpRequest, owner: User, stream: str, runs: tuple[Any, ...]
+) -> tuple[int, dict[str, Any]]:
+    machine = request.GET.get("machine", "").strip()
+    if not machine or len(machine) > 100:
+        raise ApiError("machine: a stream needs the name of the machine sending it (<= 100)")
+    if len(stream) > 400:
+        raise ApiError("stream: at most 400 characters")
+    if len(runs) != 1:
+        raise ApiError(f"{BODY}: a stream's body holds one run, not {len(runs)}")
+    run, created = streaming.do_open_stream(owner, stream, machine, runs[0])
+    last = Message.objects.filter(run=run).order_by("-index").values_list("content_hash")[:1]
+    body = {**_figures(request, run), "last_hash": next((h for (h,) in last), "")}
+    return (201 if created else 200), body
 
 
 @csrf_exempt

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from django.contrib.auth.models import User
 
+from contextsim.ingest.agent_folders import Folder
 from contextsim.ingest.base import FormatError
-from webapp.ingest.watch.folders import Folder
 from webapp.models import Run, WatchedFile
 from webapp.store.actions.appends import do_sync_file
 
@@ -66,11 +66,16 @@ def do_watch_pass(
     folders: Iterable[Folder],
     known: dict[str, Run],
     progress: Progress | None = None,
+    only: set[Path] | None = None,
 ) -> Pass:
     """Bring the owner's runs in step with every log file of `folders` that changed
     since it was last read (`known`: the runs of the files followed, kept between passes
-    by the caller). Writes each file's state once it is read."""
+    by the caller); `only`: of these files alone (those a notification named; a path
+    that is not one of the folders' log files is ignored). Writes each file's state once
+    it is read."""
     files = candidates(folders)
+    if only is not None:
+        files = [(path, agent) for path, agent in files if path in only]
     done = Pass(files=len(files))
     seen = {w.path: w for w in WatchedFile.objects.filter(owner=owner)}
     for n, (path, agent) in enumerate(files, 1):

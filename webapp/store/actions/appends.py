@@ -16,7 +16,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from contextsim import model as core
-from contextsim.counting.estimators import CountMemo, content_key
+from contextsim.counting.estimators import ESTIMATORS, SHOWN_FIRST, CountMemo, content_key
 from contextsim.ingest.base import ParsedFile
 from contextsim.ingest.detect import parse_path
 from webapp.models import AppendReceipt, Message, Run, Visibility
@@ -32,17 +32,23 @@ from webapp.store.actions.sessions import do_join_sessions
 
 
 def do_create_live_run(
-    owner: User, run: core.Run, stream_key: str = "", prepared: Prepared | None = None
+    owner: User,
+    run: core.Run,
+    stream_key: str = "",
+    prepared: Prepared | None = None,
+    counting: Sequence[str] = (),
+    machine: str = "",
 ) -> Run:
     """Save `run` (its header and any first messages) as a private run that will grow;
     `stream_key` names the log file and run it follows, if any. Its messages are counted
     before the write transaction (`prepared`: counted by the caller, who may hold a
-    transaction of its own: then it must count first)."""
+    transaction of its own: then it must count first), by every estimator but those of
+    `counting`, which a job counts once the run is idle (derivation.do_derive)."""
     prepared = prepared if prepared is not None else prepare(run)
     with transaction.atomic():
-        stored = write(prepared, owner=owner, visibility=Visibility.PRIVATE)
+        stored = write(prepared, owner=owner, visibility=Visibility.PRIVATE, counting=counting)
         Run.objects.filter(pk=stored.pk).update(
-            last_append=timezone.now(), stream_key=stream_key[:600]
+            last_append=timezone.now(), stream_key=stream_key[:600], machine=machine[:100]
         )
     stored.refresh_from_db()
     return stored
@@ -233,6 +239,25 @@ def do_sync_file(
     return changed
 
 
+def do_open_stream(owner: User, key: str, machine: str, run: core.Run) -> tuple[Run, bool]:
+    """The owner's run that follows stream `key` sent from `machine` (another machine's
+    watcher: webapp.ingest.live.views.create_runs), and whether it was created now.
+    Created from `run` (its header and first messages, shown once counted by the fast
+    estimator, the others counted later) when none follows it; else only its title,
+    model and compactions are brought in step with `run`: its messages are the sender's
+    to append from its count, so a retry or a restart changes nothing twice."""
+    key = f"{machine}:{key}"[:600]
+    stored = Run.objects.filter(owner=owner, stream_key=key).first()
+    if stored is not None:
+        _update_header(stored, run)
+        return stored, False
+    prepared = prepare(run, [SHOWN_FIRST])
+    later = [n for n in ESTIMATORS if n != SHOWN_FIRST]
+    stored = do_create_live_run(owner, run, key, prepared, counting=later, machine=machine)
+    do_join_sessions(owner, [stored])
+    return stored, True
+
+
 def do_sync_run(
     owner: User,
     key: str,
@@ -250,7 +275,11 @@ def do_sync_run(
     added or replaced (None when nothing changed). `memo`: counts made before the
     caller's transaction, which the new messages' rows are counted through."""
     if stored is None:
-        stored = do_create_live_run(owner, run, key)
+        # A file read for the first time may be a long history's: it is shown once
+        # counted by the fast estimator; the others are counted later, in the background.
+        prepared = prepare(run, [SHOWN_FIRST], memo)
+        later = [n for n in ESTIMATORS if n != SHOWN_FIRST]
+        stored = do_create_live_run(owner, run, key, prepared, counting=later)
         do_join_sessions(owner, [stored])
         return stored, len(run.messages)
     _update_header(stored, run)

@@ -117,7 +117,9 @@ def do_derive(run: Run) -> None:
     stored = Run.objects.filter(pk=run.pk).first()
     if stored is None:
         return
-    if _current_skeletons(stored) < len(ESTIMATORS):
+    if stored.counting:  # a live run first read from a file: counted by one estimator
+        do_count_rest(stored)
+    elif _current_skeletons(stored) < len(ESTIMATORS):
         stored.counting = list(ESTIMATORS)
         do_count_rest(stored)
     try:
@@ -133,18 +135,19 @@ def _current_skeletons(run: Run) -> int:
 
 
 def pending(limit: int = DERIVE_AT_ONCE) -> list[Run]:
-    """Runs to do_derive: shown, not being counted by their import, idle (no append for
-    IDLE) and without a skeleton of every registered estimator, in the current layout,
-    for their current revision (a live run after its last append, a run whose stored
-    skeletons are of an older layout or were never made), or without their current
-    shares (webapp.store.actions.shares)."""
+    """Runs to do_derive: shown, not being counted by their import (a live run's counts
+    left for later are counted here), idle (no append for IDLE) and without a skeleton
+    of every registered estimator, in the current layout, for their current revision (a
+    live run after its last append, a run whose stored skeletons are of an older layout
+    or were never made), or without their current shares (webapp.store.actions.shares)."""
     current = Count(
         "skeletons",
         filter=Q(skeletons__revision=F("revision"), skeletons__data__layout=skeleton.LAYOUT),
     )
     idle = Q(last_append__isnull=True) | Q(last_append__lt=timezone.now() - IDLE)
     found = (
-        Run.objects.filter(idle, counting=[])
+        Run.objects.filter(idle)
+        .filter(Q(counting=[]) | Q(upload__isnull=True))
         .annotate(current=current)
         .filter(Q(current__lt=len(ESTIMATORS)) | stale())
         .order_by("pk")

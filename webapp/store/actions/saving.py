@@ -67,9 +67,13 @@ def write(
     upload: Upload | None = None,
     visibility: str = Visibility.PRIVATE,
     demo_key: str = "",
+    counting: Sequence[str] = (),
 ) -> Run:
-    """Write one prepared run, its messages and skeletons (call it in a transaction)."""
-    stored = _create(prepared.run, owner, upload, visibility, demo_key, ready=True)
+    """Write one prepared run, its messages and skeletons (call it in a transaction);
+    `counting`: the estimators it was not counted by, left to a job (Run.counting)."""
+    stored = _create(
+        prepared.run, owner, upload, visibility, demo_key, ready=True, counting=counting
+    )
     insert_messages(stored.pk, 0, prepared.messages)
     RunSkeleton.objects.bulk_create(
         RunSkeleton(run=stored, estimator=name, data=data)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 LOG_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
@@ -49,7 +49,8 @@ def agent_folders(home: Path, env: Mapping[str, str]) -> list[Folder]:
         Folder(codex / "sessions", "codex", ("**/rollout-*.jsonl",)),
         Folder(home / ".gemini" / "tmp", "gemini-cli", ("*/chats/*.json", "*/chats/*.jsonl")),
     ]
-    return [f for f in found if f.path.is_dir()]
+    # Resolved: the paths of the files found and of the changes notified then agree.
+    return [replace(f, path=f.path.resolve()) for f in found if f.path.is_dir()]
 
 
 def folders_to_watch(
@@ -68,7 +69,7 @@ def folders_to_watch(
         if item == "agents":
             out += agent_folders(home, env)
             continue
-        path = Path(item).expanduser()
+        path = Path(item).expanduser().resolve()
         if not path.is_dir():
             raise ValueError(f"{item}: no such folder")
         out.append(Folder(path))
