@@ -240,3 +240,66 @@ def test_where_the_context_went_is_each_runs_page_summed(alice, alice_client, se
     # A run that grows gets its shares again, at its new revision.
     Run.objects.filter(pk=runs[0].pk).update(revision=runs[0].revision + 1)
     assert [r.pk for r in derivation.pending()] == [runs[0].pk]
+
+
+def _ccusage_days(ccusage: str, agent: str, env: dict[str, str]) -> dict[str, dict]:
+    import os
+    import subprocess
+
+    said = subprocess.run(
+        [ccusage, agent, "daily", "--json", "--offline"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TZ": "UTC", **env},
+        timeout=120,
+        check=True,
+    )
+    return {d.get("date") or d["period"]: d for d in json.loads(said.stdout)["daily"]}
+
+
+@pytest.mark.parametrize("path", corpus_files("codex", "*rollout-*.jsonl"))
+def test_each_codex_days_tokens_and_cost_equal_ccusages(
+    alice, alice_client, ccusage, path, tmp_path
+):
+    import shutil
+
+    day = tmp_path / ".codex" / "sessions" / "2026" / "01" / "01"
+    day.mkdir(parents=True)
+    shutil.copy(path, day / f"rollout-{path.name.split('rollout-')[-1]}")
+    theirs = {
+        date: (d["inputTokens"], d["cacheReadTokens"], d["outputTokens"], round(d["costUSD"], 6))
+        for date, d in _ccusage_days(
+            ccusage, "codex", {"CODEX_HOME": str(tmp_path / ".codex")}
+        ).items()
+    }
+    import_bytes(alice, path.name, path.read_bytes())
+    rows = [g for g, _ in _page(alice_client, by="day").context["rows"]]
+    ours = {g.key: (g.input, g.cache_read, g.output, round(g.cost, 6)) for g in rows}
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("path", corpus_files("gemini_cli", "*.json"))
+def test_each_gemini_days_tokens_and_cost_equal_ccusages(
+    alice, alice_client, ccusage, path, tmp_path
+):
+    import shutil
+
+    chats = tmp_path / ".gemini" / "tmp" / "ab14fe397f91" / "chats"
+    chats.mkdir(parents=True)
+    shutil.copy(path, chats / f"session-{path.stem.split('session-')[-1]}.json")
+    days = _ccusage_days(ccusage, "gemini", {"HOME": str(tmp_path)})
+    # ccusage's outputTokens leaves the thoughts out of the output (its totalTokens and
+    # its cost have them); ours has them in the output, as Gemini bills them.
+    theirs = {
+        date: (
+            d["inputTokens"],
+            d["cacheReadTokens"],
+            d["totalTokens"] - d["inputTokens"] - d["cacheReadTokens"] - d["cacheCreationTokens"],
+            round(d["totalCost"], 6),
+        )
+        for date, d in days.items()
+    }
+    import_bytes(alice, path.name, path.read_bytes())
+    rows = [g for g, _ in _page(alice_client, by="day").context["rows"]]
+    ours = {g.key: (g.input, g.cache_read, g.output, round(g.cost, 6)) for g in rows}
+    assert ours == theirs

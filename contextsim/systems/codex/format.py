@@ -162,6 +162,7 @@ class _Builder:
         self.announced = False  # a compacted record awaiting its context_compacted event
         self.usage_first: bool | None = None  # 0.64/0.65: a call's usage precedes its items
         self.held: Usage | None = None  # such a usage, until its call is read
+        self.held_time: float | None = None  # when it was written
         self.held_reasoning: dict[int, int] = {}  # reasoning tokens of the newest usage
         self.skipped: Counter[str] = Counter()
         self.window: int | None = None  # model_context_window, as the rollout states it
@@ -239,11 +240,15 @@ class _Builder:
         whose usage comes first, the usage held for the call is its own."""
         if not self.call:
             return False
+        when = self.call_time
         if usage is None and self.held is not None:
             usage, self.held = self.held, None
+            # The usage is written when the response has come, its items just after:
+            # the response came at the usage's time (a day's totals follow it).
+            when = self.held_time if self.held_time is not None else when
         self.last_call = len(self.messages)
         self.last_measured = usage is not None
-        call = Message("assistant", tuple(self.call), source=self.call_source, time=self.call_time)
+        call = Message("assistant", tuple(self.call), source=self.call_source, time=when)
         self.messages.append(self._measured(call, usage))
         self.call = []
         return True
@@ -306,6 +311,7 @@ class _Builder:
             if self.held is not None:  # two usages with no call between them
                 self.orphan_usage += 1
             self.held = usage
+            self.held_time = self.now
             return
         if self._end_call(usage):
             return
