@@ -8,6 +8,7 @@ Units: token counts are integers of tokens; message and step indexes are 0-based
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -229,6 +230,35 @@ class Compaction:
 
 
 @dataclass(frozen=True, slots=True)
+class Rejection:
+    """A request the provider refused, as the agent recorded it: the request whose
+    history ends before message `before_message` (the agent's note of the error stands
+    where the answer would have, when the log keeps one). `reason` is the error as
+    logged (its kind, status and text, shortened); `overflow` says the request was
+    refused for its size (the context window); `time` in seconds since the epoch."""
+
+    before_message: int
+    reason: str
+    overflow: bool = False
+    time: float | None = None
+
+
+OVERFLOW = re.compile(
+    r"prompt is too long|context window|context_length_exceeded|maximum context length"
+    r"|input token count .{0,40}exceeds|too many (input )?tokens|request too large",
+    re.IGNORECASE,
+)
+"""What the providers and agents say when a request does not fit the window (Anthropic
+"prompt is too long: N tokens > M maximum", OpenAI context_length_exceeded, Gemini "the
+input token count (N) exceeds the maximum")."""
+
+
+def refused_for_size(reason: str) -> bool:
+    """Whether an error as logged says the request did not fit the window."""
+    return OVERFLOW.search(reason) is not None
+
+
+@dataclass(frozen=True, slots=True)
 class Elision:
     """Message `message` sent as `text` instead of in full from request `from_step` on,
     as the log's own record of each request shows (SWE-agent's history processors
@@ -274,6 +304,9 @@ class Run:
     project: str = ""
     """The folder the agent worked in, as the log says (Claude Code's and Codex's
     `cwd`), or what names it (Gemini CLI's project hash); "" when the log says none."""
+    rejections: tuple[Rejection, ...] = ()
+    """Requests the provider refused, as the log records them (Claude Code's API error
+    lines, Gemini CLI's error records; Codex does not keep its errors in a rollout)."""
 
 
 @dataclass(frozen=True, slots=True)

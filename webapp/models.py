@@ -167,6 +167,9 @@ class Run(models.Model):
     parent_session_id = models.CharField(max_length=200, blank=True)
     subagent = models.BooleanField(default=False)
     compactions = models.JSONField(default=list, blank=True)
+    rejections = models.JSONField(default=list, blank=True)
+    """Requests the provider refused, as the log records them (core.Rejection):
+    {before_message, reason, overflow, time (seconds since the epoch or null)}."""
     context_window = models.PositiveIntegerField(null=True, blank=True)
     """The window the log states (tokens), if it states one."""
     harness_version = models.CharField(max_length=40, blank=True)

@@ -303,3 +303,39 @@ def test_each_gemini_days_tokens_and_cost_equal_ccusages(
     rows = [g for g, _ in _page(alice_client, by="day").context["rows"]]
     ours = {g.key: (g.input, g.cache_read, g.output, round(g.cost, 6)) for g in rows}
     assert ours == theirs
+
+
+def test_rejected_requests_are_counted_on_the_day_of_their_error(alice, alice_client):
+    from pathlib import Path
+
+    path = (
+        Path(__file__).parent.parent / "systems" / "claude_code" / "fixtures" / "api_errors.jsonl"
+    )
+    errors = [e for e in log_entries(path) if e.get("isApiErrorMessage")]
+    import_bytes(alice, path.name, path.read_bytes())
+    page = _page(alice_client, by="day")
+    days = {g.key: g for g, _ in page.context["rows"]}
+    by_day: dict[str, int] = {}
+    for e in errors:
+        by_day[e["timestamp"][:10]] = by_day.get(e["timestamp"][:10], 0) + 1
+    assert {k: g.rejected for k, g in days.items() if g.rejected} == by_day
+    too_long = sum("too long" in e["message"]["content"][0]["text"] for e in errors)
+    assert page.context["total"].overflowed == too_long == 1
+    assert "over the window" in page.content.decode()
+    # A filter on a day before the errors leaves them out; the CSV has them.
+    early = _page(alice_client, by="day", until="2026-05-02").context["total"]
+    assert early.rejected == 0
+    table = list(
+        csv.DictReader(io.StringIO(_page(alice_client, by="day", format="csv").content.decode()))
+    )
+    assert sum(int(r["rejected_requests"]) for r in table) == len(errors)
+    assert sum(int(r["rejected_over_the_window"]) for r in table) == 1
+    # The run keeps them: its native export says them again.
+    from contextsim.systems.native.format import run_to_dict
+    from webapp.store.reads import stored_run
+
+    (run,) = Run.objects.filter(owner=alice)
+    assert [r["reason"] for r in run_to_dict(stored_run(run))["rejections"]] == [
+        "invalid_request 400: Prompt is too long",
+        "rate_limit 429: API Error: 429 rate limited",
+    ]

@@ -45,6 +45,7 @@ SORTS = (
     "responses",
     "runs",
     "compactions",
+    "rejected",
 )
 CHUNK = 5_000
 """Responses read at a time."""
@@ -112,6 +113,10 @@ class Group:
     unpriced: int = 0
     compactions: int = 0
     """Compactions the logs record in it (at the time of the first message after one)."""
+    rejected: int = 0
+    """Requests the provider refused, as the logs record them (on the day of the error)."""
+    overflowed: int = 0
+    """Those of them refused for their size (the context window)."""
     runs: set[int] = field(default_factory=set)
     link: str = ""
     """The public id of the run (or collection) a session row opens; "" otherwise."""
@@ -132,6 +137,8 @@ class _RunFacts:
     link: str
     compactions: tuple[int, ...] = ()
     machine: str = ""
+    rejections: tuple[tuple[dt.date | None, bool], ...] = ()
+    """(day of the error or None, refused for its size) per rejection the log records."""
 
 
 def overview(owner: User | AnonymousUser, filters: Filters, by: By) -> tuple[list[Group], Group]:
@@ -164,6 +171,18 @@ def overview(owner: User | AnonymousUser, filters: Filters, by: By) -> tuple[lis
         facts = runs[run_id]
         for group in (_group(groups, facts, day, facts.model, by), total):
             group.compactions += 1
+    for pk, facts in runs.items():
+        if filters.model and facts.model != filters.model:
+            continue
+        for logged, overflow in facts.rejections:
+            refused_on = logged or facts.created
+            early = filters.since is not None and refused_on < filters.since
+            if early or (filters.until is not None and refused_on > filters.until):
+                continue
+            for group in (_group(groups, facts, refused_on, facts.model, by), total):
+                group.rejected += 1
+                group.overflowed += overflow
+                group.runs.add(pk)
     return sorted(groups.values(), key=lambda g: g.key), total
 
 
@@ -237,15 +256,26 @@ def _runs(owner: User, filters: Filters) -> dict[int, _RunFacts]:
         "collection__title",
         "compactions",
         "machine",
+        "rejections",
     )
     out = {}
     for row in rows:
-        pk, model, project, agent, created, title, public, group, group_id, label, marks, host = row
+        pk, model, project, agent, created, title, public, group, group_id, label, marks = row[:11]
+        host, refused = row[11:]
         session = f"c{group}" if group else f"r{pk}"
         link = f"collections/{group_id}" if group else f"runs/{public}"
         at = tuple(int(m["before_message"]) for m in marks or () if "before_message" in m)
         out[pk] = _RunFacts(
-            model, project, agent, created.date(), session, label or title, link, at, host
+            model,
+            project,
+            agent,
+            created.date(),
+            session,
+            label or title,
+            link,
+            at,
+            host,
+            tuple((_day(r.get("time")), bool(r.get("overflow"))) for r in refused or ()),
         )
     if filters.tool or filters.server:
         shares = _shares(list(out))
@@ -257,6 +287,13 @@ def _runs(owner: User, filters: Filters) -> dict[int, _RunFacts]:
             and (not filters.server or filters.server in shares[pk].servers)
         }
     return out
+
+
+def _day(seconds: object) -> dt.date | None:
+    """The UTC day of a time in seconds since the epoch (None when there is none)."""
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        return None
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).date()
 
 
 def _compactions(runs: dict[int, _RunFacts], filters: Filters) -> Iterator[tuple[int, dt.date]]:

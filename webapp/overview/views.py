@@ -251,6 +251,8 @@ def _csv(rows: list[Group], by: str) -> HttpResponse:
             "cost_usd",
             "unpriced_responses",
             "compactions",
+            "rejected_requests",
+            "rejected_over_the_window",
         ]
     )
     for g in rows:
@@ -267,6 +269,8 @@ def _csv(rows: list[Group], by: str) -> HttpResponse:
                 round(g.cost, 6),
                 g.unpriced,
                 g.compactions,
+                g.rejected,
+                g.overflowed,
             ]
         )
     return response

@@ -89,6 +89,10 @@ def run_facts(run: Run) -> core.Run:
         window_source=run.window_source,
         compaction_request=run.compaction_request,
         elisions=tuple(core.Elision(e["message"], e["from_step"], e["text"]) for e in run.elisions),
+        rejections=tuple(
+            core.Rejection(r["before_message"], r["reason"], r["overflow"], r.get("time"))
+            for r in run.rejections
+        ),
     )
 
 

@@ -55,6 +55,7 @@ from contextsim.model import (
     ImagePart,
     Message,
     Part,
+    Rejection,
     Role,
     Run,
     TextPart,
@@ -62,6 +63,7 @@ from contextsim.model import (
     ToolCallPart,
     ToolResultPart,
     Usage,
+    refused_for_size,
 )
 from contextsim.systems.claude_code.attachments import attachment_text
 from contextsim.systems.claude_code.rules import keeps_thinking, session_window
@@ -198,6 +200,7 @@ class _RunDraft:
     messages: list[_Draft] = field(default_factory=list)
     responses: dict[str, int] = field(default_factory=dict)  # message.id -> its draft
     compactions: list[Compaction] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
     models: Counter[str] = field(default_factory=Counter)
     sealed: bool = False  # after a compaction boundary nothing merges into older messages
     version: str = ""  # Claude Code's version, as the last line that names one says
@@ -326,6 +329,9 @@ class _Builder:
         if isinstance(model, str) and model and model != SYNTHETIC:
             run.models[model] += 1
         time = parse_time(record.data.get("timestamp"))
+        if record.data.get("isApiErrorMessage") is True:
+            reason = _api_error(record.data, parts)
+            run.rejections.append(Rejection(run.size, reason, refused_for_size(reason), time))
         run.append(_Draft("assistant", parts, f"line {record.line}", usage, time=time))
 
     def _add_user(self, run: _RunDraft, record: Record) -> None:
@@ -456,6 +462,7 @@ class _Builder:
             parent_session_id=(main_session or draft.session_id) if sub else "",
             subagent=sub,
             compactions=tuple(draft.compactions),
+            rejections=tuple(draft.rejections),
             harness_version=draft.version,
             compaction_request=compacting,
             context_window=window.tokens,
@@ -486,6 +493,25 @@ class _Builder:
                 names = ", ".join(sorted(counter))
                 out.append(f"{self.path}: ignored {counter.total()} {what} of unknown type {names}")
         return out
+
+
+REASON_CHARS = 300
+"""Characters of an API error's text kept as a rejection's reason."""
+
+
+def _api_error(data: dict[str, Any], parts: list[Part]) -> str:
+    """The reason of an API error line: its `error` kind, `apiErrorStatus` and text
+    ("invalid_request 400: Prompt is too long")."""
+    kind = data.get("error")
+    if isinstance(kind, dict):  # some versions write {"status": ..., "message": ...}
+        kind = kind.get("type") or kind.get("message") or ""
+    status = data.get("apiErrorStatus")
+    head = " ".join(
+        str(x) for x in (kind, status) if isinstance(x, str | int) and not isinstance(x, bool) and x
+    )
+    text = " ".join(p.text for p in parts if isinstance(p, TextPart)).strip()
+    reason = f"{head}: {text}" if head and text else head or text or "API error"
+    return reason[:REASON_CHARS]
 
 
 def _compaction(data: dict[str, Any], before: int) -> Compaction:

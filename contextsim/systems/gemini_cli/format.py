@@ -55,12 +55,14 @@ from contextsim.ingest.exchanges import title_of
 from contextsim.model import (
     Message,
     Part,
+    Rejection,
     Run,
     TextPart,
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
     Usage,
+    refused_for_size,
 )
 
 HEADER_KEYS = frozenset({"sessionId", "projectHash"})
@@ -107,6 +109,12 @@ class GeminiCliImporter:
         return _Builder(path).build(header, records, own)
 
 
+def _refused(text: str) -> bool:
+    """Whether an error record is a request the API refused (Gemini CLI writes its API
+    errors as "[API Error: ...]"), not a tool's or the UI's."""
+    return "api error" in text.lower() or refused_for_size(text)
+
+
 class _Builder:
     def __init__(self, path: str) -> None:
         self.path = path
@@ -118,6 +126,7 @@ class _Builder:
     ) -> ParsedFile:
         latest: dict[str, tuple[str, dict[str, Any]]] = {}
         order: list[str] = []
+        errors: list[tuple[int, dict[str, Any]]] = []  # (records before it, the record)
         for n, (where, data) in enumerate(records):
             expect(self.path, where, data, dict, "a message record")
             if "$set" in data:
@@ -128,6 +137,8 @@ class _Builder:
                 continue
             if kind in UI_TYPES:
                 self.skipped[f"{kind} record"] += 1
+                if kind == "error":
+                    errors.append((len(order), data))
                 continue
             if kind not in SENT_TYPES:
                 self.skipped[f"record type {str(kind)[:40]!r}"] += 1
@@ -139,9 +150,21 @@ class _Builder:
             latest[key] = (where, data)
         messages: list[Message] = []
         models: Counter[str] = Counter()
+        before: list[int] = []  # messages made from the records before each
         for key in order:
+            before.append(len(messages))
             where, data = latest[key]
             messages.extend(self._messages(where, data, models))
+        rejections = tuple(
+            Rejection(
+                before[k] if k < len(before) else len(messages),
+                reason[:300],
+                refused_for_size(reason),
+                parse_time(data.get("timestamp")),
+            )
+            for k, data in errors
+            if _refused(reason := text_of(data.get("content")))
+        )
         session = header.get("sessionId")
         session = session if isinstance(session, str) else ""
         # Gemini CLI names the project folder only by a hash of its path.
@@ -156,6 +179,7 @@ class _Builder:
             context_window=WINDOW,
             window_source="Gemini CLI's token limit for Gemini models (1,048,576)",
             project=project,
+            rejections=rejections,
         )
         warnings = [
             f"{self.path}: skipped {n} x {what}" for what, n in sorted(self.skipped.items())

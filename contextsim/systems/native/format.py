@@ -33,6 +33,7 @@ from contextsim.model import (
     ImagePart,
     Message,
     Part,
+    Rejection,
     Run,
     TextPart,
     ThinkingPart,
@@ -40,6 +41,7 @@ from contextsim.model import (
     ToolResultPart,
     ToolSpecPart,
     Usage,
+    refused_for_size,
 )
 
 VERSION = 1
@@ -203,6 +205,10 @@ def _run(
                 raise FormatError(path, f"{where}.{key}", "expected a positive whole number")
             expect(path, f"{where}.{key}", value, kind, f"a {kind.__name__}")
             source[key] = value
+    listed = expect(path, f"{where}.rejections", data.get("rejections") or [], list, "a list")
+    source["rejections"] = tuple(
+        _rejection(path, f"{where}.rejections[{i}]", r) for i, r in enumerate(listed)
+    )
     if not FORMAT_NAME.fullmatch(source["format"]):
         raise FormatError(path, f"{where}.format", "expected a format's name such as codex")
     return Run(
@@ -224,6 +230,21 @@ def _elision(path: str, where: str, data: Any) -> Elision:
     if message < 0 or step < 0:
         raise FormatError(path, where, f"expected indexes of 0 or more, found {message}, {step}")
     return Elision(message, step, text)
+
+
+def _rejection(path: str, where: str, data: Any) -> Rejection:
+    expect(path, where, data, dict, "a rejection object")
+    before = expect(path, f"{where}.before_message", data.get("before_message"), int, "an int")
+    reason = expect(path, f"{where}.reason", data.get("reason", ""), str, "a string")
+    overflow = data.get("overflow")
+    if overflow is not None:
+        expect(path, f"{where}.overflow", overflow, bool, "true or false")
+    return Rejection(
+        before,
+        reason[:300],
+        refused_for_size(reason) if overflow is None else overflow,
+        _time(path, f"{where}.time", data.get("time")),
+    )
 
 
 def _compaction(path: str, where: str, data: Any) -> Compaction:
@@ -418,4 +439,19 @@ def run_to_dict(run: Run) -> dict[str, Any]:
         "elisions": [
             {"message": e.message, "from_step": e.from_step, "text": e.text} for e in run.elisions
         ],
+        **(
+            {
+                "rejections": [
+                    {
+                        "before_message": r.before_message,
+                        "reason": r.reason,
+                        "overflow": r.overflow,
+                        **({"time": r.time} if r.time is not None else {}),
+                    }
+                    for r in run.rejections
+                ]
+            }
+            if run.rejections
+            else {}
+        ),
     }

@@ -36,3 +36,17 @@ def test_an_inline_subagent_is_a_run_of_its_own_in_its_sessions_tree():
 )
 def test_the_fixture_is_refused_with(name, error):
     assert refused(__file__, name).startswith(error)
+
+
+def test_the_requests_the_provider_refused_are_the_runs_rejections():
+    (run,) = parse_path(fixture(__file__, "api_errors.jsonl")).runs
+    too_long, limited = run.rejections
+    # Each stands where the error line is: the request whose history ends before it.
+    assert [run.messages[r.before_message].role for r in run.rejections] == ["assistant"] * 2
+    assert run.messages[too_long.before_message].usage is None
+    assert (too_long.reason, too_long.overflow) == ("invalid_request 400: Prompt is too long", True)
+    assert (limited.reason, limited.overflow) == (
+        "rate_limit 429: API Error: 429 rate limited",
+        False,
+    )
+    assert too_long.time is not None and too_long.time < limited.time

@@ -25,3 +25,13 @@ def test_cached_tokens_above_the_input_are_refused_naming_where():
     assert refused(__file__, "cached_over_input.json") == (
         "$.messages[0].tokens.cached: expected at most 'input' tokens"
     )
+
+
+def test_an_api_error_record_is_a_rejection_and_a_tools_error_is_not():
+    from contextsim.ingest.detect import parse_path
+    from tests.systems.fixtures import fixture
+
+    (run,) = parse_path(fixture(__file__, "api_error.jsonl")).runs
+    (refused,) = run.rejections
+    assert refused.before_message == len(run.messages) == 3  # after the second user turn
+    assert refused.overflow and refused.reason.startswith("[API Error: The input token count")

@@ -27,7 +27,14 @@ from webapp.store.actions.rows import (
     message_row,
     storable,
 )
-from webapp.store.actions.saving import NO_FIGURES, Prepared, figures_after, prepare, write
+from webapp.store.actions.saving import (
+    NO_FIGURES,
+    Prepared,
+    figures_after,
+    prepare,
+    rejections_of,
+    write,
+)
 from webapp.store.actions.sessions import do_join_sessions
 
 
@@ -292,11 +299,12 @@ def do_sync_run(
 
 
 def header_of(stored: Run, run: core.Run) -> dict[str, Any]:
-    """The title, model and compactions `stored` should have once in step with `run`
-    (a run whose source names no title or model keeps its own)."""
+    """The title, model, compactions and rejections `stored` should have once in step
+    with `run` (a run whose source names no title or model keeps its own)."""
     return {
         "title": storable(run.title[:300]) or stored.title,
         "model": storable(run.model[:120]) or stored.model,
+        "rejections": rejections_of(run),
         "compactions": [
             {
                 "before_message": c.before_message,
@@ -318,7 +326,7 @@ def _update_header(stored: Run, run: core.Run) -> None:
         if stored.compactions != header["compactions"]:
             # Compactions are part of the skeleton: a new revision, built afresh.
             rows.update(revision=F("revision") + 1, rewritten=F("revision") + 1)
-    stored.refresh_from_db(fields=["title", "model", "compactions", "revision"])
+    stored.refresh_from_db(fields=["title", "model", "compactions", "rejections", "revision"])
 
 
 def _first_difference(stored: Run, run: core.Run) -> int:

@@ -133,6 +133,19 @@ def figures_after(
     }
 
 
+def rejections_of(run: core.Run) -> list[dict[str, Any]]:
+    """The run's rejections as Run.rejections stores them."""
+    return [
+        {
+            "before_message": r.before_message,
+            "reason": storable(r.reason[:300]),
+            "overflow": r.overflow,
+            "time": r.time,
+        }
+        for r in run.rejections
+    ]
+
+
 def facts_of(run: core.Run) -> dict[str, Any]:
     """The fields of a stored run that the core run's facts give (not its messages)."""
     return {
@@ -150,6 +163,7 @@ def facts_of(run: core.Run) -> dict[str, Any]:
             }
             for c in run.compactions
         ],
+        "rejections": rejections_of(run),
         "context_window": run.context_window,
         "harness_version": storable(run.harness_version[:40]),
         "project": storable(run.project[:500]),
