@@ -8,7 +8,13 @@ at the fake. Figures:
   alternately direct and through the proxy (targets <= 5 ms and <= 20 ms);
 - added time to the first streamed byte, p50 (target <= 10 ms);
 - the dashboard of a 1,000-step run, p95 over VIEWS views, idle and while STREAMS
-  streamed calls are open through the proxy (target: within 2x of idle).
+  streamed calls are open through the proxy (target: within 2x of idle);
+- the same calls through the path `contextsim run` gives its agent (a named session:
+  `/proxy/s/<name>/anthropic`), added latency p50 (issue 34: <= 10 ms);
+- `contextsim run -- COMMAND` with no server running: seconds from the command until
+  the agent runs (it starts `serve` first), on a fresh data folder and on one with a
+  database (issue 34: <= 3 s). It uses the default address, 127.0.0.1:8000, which must
+  be free.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import httpx
 
 from bench.report import Figure
 from bench.suite_dashboard import _say, start_django
+from contextsim.cli.run_agent import capture_env
 
 ROOT = Path(__file__).resolve().parent.parent
 CALLS = 400
@@ -199,9 +206,12 @@ def _measure(data_dir: str) -> list[Figure]:
     base = f"http://127.0.0.1:{port}"
     with _process(upstream, env, fake + "/v1/models"), _process(serve, env, base + "/"):
         direct, proxied = f"{fake}/v1/messages", f"{base}/proxy/anthropic/v1/messages"
+        named = capture_env(base, "bench-session")["ANTHROPIC_BASE_URL"] + "/v1/messages"
         with httpx.Client(timeout=60) as client:
             _say(f"{CALLS} calls direct and through the proxy")
             theirs, mine = _latencies(client, direct, proxied)
+            _say(f"{CALLS} calls direct and through a named session's path")
+            session_theirs, session_mine = _latencies(client, direct, named)
             _say("time to the first streamed byte")
             first_theirs, first_mine = _first_bytes(client, direct, proxied)
             dashboard = f"{base}/runs/{run_id}/"
@@ -217,7 +227,78 @@ def _measure(data_dir: str) -> list[Figure]:
             stop.set()
             for thread in threads:
                 thread.join(30)
-    return _figures(theirs, mine, first_theirs, first_mine, idle, busy)
+    figures = _figures(theirs, mine, first_theirs, first_mine, idle, busy)
+    added = [m - t for m, t in zip(session_mine, session_theirs, strict=True)]
+    figures.append(
+        Figure(
+            "contextsim run: added latency per call, named session, p50",
+            statistics.median(added) * 1000,
+            "ms",
+            ("<=", 10),
+            f"direct p50 {statistics.median(session_theirs) * 1000:.2f} ms",
+        )
+    )
+    return [*figures, *_agent_start(data_dir)]
+
+
+START_S = 3.0  # issue 34: the agent runs within 3 s when no server runs
+CHILD = "import time; print(time.time(), flush=True)"
+
+
+def _agent_start(data_dir: str) -> list[Figure]:
+    """Seconds from `contextsim run` until its agent runs, no server running."""
+    from contextsim.cli.run_agent import DEFAULT_SERVER
+
+    port = int(DEFAULT_SERVER.rsplit(":", 1)[1])
+    try:
+        httpx.get(DEFAULT_SERVER, timeout=1)
+        busy = True
+    except httpx.HTTPError:
+        busy = False
+    if busy:
+        why = f"{DEFAULT_SERVER} answers already: nothing to start"
+        return [Figure("contextsim run: agent started after, no server", None, "s", None, why)]
+    figures = []
+    for label, folder in (
+        ("fresh data folder", Path(data_dir) / "run-fresh"),
+        ("a database there", Path(data_dir) / "run-fresh"),
+    ):
+        env = {**os.environ, "CONTEXTSIM_DATA_DIR": str(folder)}
+        env.pop("DATABASE_URL", None)
+        env.pop("CONTEXTSIM_SERVER", None)
+        started = time.time()
+        done = subprocess.run(
+            [sys.executable, "-m", "contextsim", "run", "--", sys.executable, "-c", CHILD],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        subprocess.run(["pkill", "-f", f"serve --no-demo --port {port}"], check=False)
+        time.sleep(2)  # the server's port is free again
+        try:
+            seconds = float(done.stdout.split()[0]) - started
+        except (IndexError, ValueError):
+            figures.append(
+                Figure(
+                    f"contextsim run: agent started after, {label}",
+                    None,
+                    "s",
+                    None,
+                    done.stderr[-200:],
+                )
+            )
+            continue
+        figures.append(
+            Figure(
+                f"contextsim run: agent started after, no server, {label}",
+                seconds,
+                "s",
+                ("<=", START_S),
+            )
+        )
+    return figures
 
 
 def _figures(

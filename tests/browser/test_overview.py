@@ -19,7 +19,6 @@ def test_the_overview_draws_and_each_day_opens_its_sessions(page, chromium, axe_
     from django.contrib.auth.models import User
 
     from tests.web.test_import_service import import_bytes
-
     from webapp.store.actions.derivation import do_derive_pending
 
     owner, _ = User.objects.get_or_create(username="local")

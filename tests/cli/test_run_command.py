@@ -95,3 +95,49 @@ def test_what_stops_it_before_the_agent_starts_is_said(server):
     assert no_command.returncode == 2 and "give the agent's command after --" in no_command.stderr
     missing = _run("--server", server, "--", "no-such-agent-here")
     assert missing.returncode == 127 and "command not found" in missing.stderr
+
+
+def test_with_no_server_running_it_starts_one_then_the_agent(tmp_path):
+    """At the default address (which must be free): `serve` is started in the background,
+    answers before the agent runs, and outlives the command."""
+    import urllib.error
+    import urllib.request
+
+    from contextsim.cli.run_agent import DEFAULT_SERVER
+
+    def answers() -> bool:
+        try:
+            with urllib.request.urlopen(DEFAULT_SERVER, timeout=2):
+                return True
+        except urllib.error.HTTPError:
+            return True
+        except OSError:
+            return False
+
+    if answers():
+        pytest.skip(f"{DEFAULT_SERVER} is taken: nothing to start")
+    environment = {k: v for k, v in os.environ.items() if "BASE_URL" not in k}
+    environment.pop("CONTEXTSIM_SERVER", None)
+    environment.pop("DATABASE_URL", None)
+    environment["CONTEXTSIM_DATA_DIR"] = str(tmp_path)
+    child = "import os; print(os.environ['ANTHROPIC_BASE_URL'])"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "contextsim", "run", "--name", "s1", "--", sys.executable]
+            + ["-c", child],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=environment,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "starting a server" in done.stderr
+        assert done.stdout.strip() == f"{DEFAULT_SERVER}/proxy/s/s1/anthropic"
+        assert answers()  # it outlives the command, to look at the session
+        assert (tmp_path / "serve.log").exists()
+    finally:
+        subprocess.run(
+            ["pkill", "-f", f"serve --no-demo --port {DEFAULT_SERVER[-4:]}"], check=False
+        )
