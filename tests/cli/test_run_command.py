@@ -120,11 +120,10 @@ def test_with_no_server_running_it_starts_one_then_the_agent(tmp_path):
     environment.pop("CONTEXTSIM_SERVER", None)
     environment.pop("DATABASE_URL", None)
     environment["CONTEXTSIM_DATA_DIR"] = str(tmp_path)
-    child = "import os; print(os.environ['ANTHROPIC_BASE_URL'])"
+    child = [sys.executable, "-c", "import os; print(os.environ['ANTHROPIC_BASE_URL'])"]
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "contextsim", "run", "--name", "s1", "--", sys.executable]
-            + ["-c", child],
+            [sys.executable, "-m", "contextsim", "run", "--name", "s1", "--", *child],
             capture_output=True,
             text=True,
             cwd=ROOT,
