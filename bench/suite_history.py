@@ -289,8 +289,17 @@ def run() -> list[Figure]:
                     ("<=", BROWSABLE_S),
                     note=said,
                 ),
-                _overview_figure(overview.stderr, "overview of the history, p95"),
+                _overview_figure(overview.stderr, "overview of the history as shown first, p95"),
                 _live_figure(home, env),
+            ]
+            print("  counting the history with every estimator...", flush=True)
+            counted = _derive_all(env)
+            overview = subprocess.run(
+                [sys.executable, "-c", OVERVIEW], cwd=ROOT, env=env, capture_output=True, text=True
+            )
+            figures += [
+                Figure("the history counted by every estimator, shares stored, after", counted),
+                _overview_figure(overview.stderr, "overview of the history once counted, p95"),
             ]
         finally:
             watch.terminate()
@@ -298,6 +307,23 @@ def run() -> list[Figure]:
         return [*figures, *_many_runs(work, int(os.environ.get("BENCH_HISTORY_RUNS", RUNS)))]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+DERIVE = (
+    "from webapp.store.actions.derivation import do_derive_pending\n"
+    "from webapp.models import Run\n"
+    "Run.objects.update(last_append=None)\n"  # idle: as after a minute
+    "while do_derive_pending(200): pass"
+)
+"""What the worker's periodic job does once the runs are idle, all at once."""
+
+
+def _derive_all(env: dict[str, str]) -> float:
+    """Seconds to count every run by every estimator and store its shares."""
+    started = time.perf_counter()
+    manage = [sys.executable, "manage.py", "shell", "-c", DERIVE]
+    subprocess.run(manage, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
 
 
 RUNS = 2_000
@@ -332,15 +358,7 @@ def _many_runs(work: Path, runs: int) -> list[Figure]:
     )
     shown = time.perf_counter() - started
     print(f"  {runs} sessions browsable after {shown:.0f} s; counting them...", flush=True)
-    derive = (
-        "from webapp.store.actions.derivation import do_derive_pending\n"
-        "from webapp.models import Run\n"
-        "Run.objects.update(last_append=None)\n"  # idle: as after a minute
-        "while do_derive_pending(200): pass"
-    )
-    started = time.perf_counter()
-    subprocess.run([*manage, "shell", "-c", derive], cwd=ROOT, env=env, check=True)
-    counted = time.perf_counter() - started
+    counted = _derive_all(env)
     overview = subprocess.run(
         [sys.executable, "-c", OVERVIEW], cwd=ROOT, env=env, capture_output=True, text=True
     )

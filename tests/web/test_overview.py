@@ -207,8 +207,22 @@ def test_where_the_context_went_is_each_runs_page_summed(alice, alice_client, se
     # Before the job has run, the page says the runs are still being counted.
     waiting = _page(alice_client).context["where"]
     assert waiting.counted == 0 and waiting.waiting == len(runs)
+
+    def days() -> dict:
+        rows = _page(alice_client, by="day").context["rows"]
+        return {
+            g.key: (g.input, g.cache_read, g.cache_write, g.output, g.responses, round(g.cost, 9))
+            for g, _ in rows
+        }
+
+    read_now = days()  # from every response
     assert derivation.do_derive_pending(limit=100) == len(runs)
     assert derivation.pending() == []  # stored: not derived again
+    assert days() == read_now  # from the sums stored per run, day and model
+    from webapp.models import RunShares
+
+    assert RunShares.objects.count() == len(runs)
+    assert all(d.get("days") for d in RunShares.objects.values_list("data", flat=True))
     where = _page(alice_client).context["where"]
     assert (where.counted, where.waiting) == (len(runs), 0)
     # Each tool's tokens are the sum of what each run's page says it sent.

@@ -1,7 +1,9 @@
 """Where a person's tokens and money went across all their runs: every measured response
 (a Message with usage), priced as the dashboard prices it (each response at the model
 that answered it, webapp.dashboard.analysis.run_prices), grouped by day, week, month,
-model, project, agent or session, over a date range and filters.
+model, project, agent, machine or session, over a date range and filters (the sums per
+run, day and model come from webapp.overview.usage); the compactions and rejected
+requests the logs record; where the context went (the runs' stored shares).
 
 A response's day is when the log says it came (its message's time), else the day its
 run was stored. A session is a run with its subagents (its collection). Reads only.
@@ -18,11 +20,8 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import F
 
 from contextsim.analysis.context_shares import ContextShares
-from contextsim.model import Usage
-from contextsim.truth.costs import Prices
-from contextsim.truth.prices import response_cost
-from webapp.dashboard.analysis import run_prices
 from webapp.models import Message, Run, RunShares
+from webapp.overview.usage import RunKind, tallies
 
 By = Literal["day", "week", "month", "model", "project", "agent", "machine", "session"]
 BY: tuple[By, ...] = (
@@ -148,25 +147,19 @@ def overview(owner: User | AnonymousUser, filters: Filters, by: By) -> tuple[lis
     if not owner.is_authenticated:
         return [], total
     runs = _runs(owner, filters)
-    prices: dict[tuple[str, str], Prices] = {}
-    for run_id, when, usage in _responses(runs, filters):
+    kinds = {pk: RunKind(f.model, f.agent, f.created) for pk, f in runs.items()}
+    found = tallies(kinds, filters.since, filters.until, filters.model)
+    for run_id, when, model, tally in found:
         facts = runs[run_id]
-        kind = (facts.model, facts.agent)
-        if kind not in prices:
-            prices[kind] = run_prices(Run(model=facts.model, format=facts.agent))
-        cost = response_cost(facts.model, usage, prices[kind])
-        model = usage.model or facts.model
         for group in (_group(groups, facts, when, model, by), total):
-            group.input += usage.input_tokens
-            group.cache_read += usage.cache_read
-            group.cache_write += usage.cache_write
-            group.output += usage.output_tokens
-            group.responses += 1
+            group.input += tally.input
+            group.cache_read += tally.cache_read
+            group.cache_write += tally.cache_write
+            group.output += tally.output
+            group.responses += tally.responses
+            group.unpriced += tally.unpriced
+            group.cost += tally.cost
             group.runs.add(run_id)
-            if cost is None:
-                group.unpriced += 1
-            else:
-                group.cost += cost
     for run_id, day in _compactions(runs, filters):
         facts = runs[run_id]
         for group in (_group(groups, facts, day, facts.model, by), total):
@@ -319,36 +312,6 @@ def _compactions(runs: dict[int, _RunFacts], filters: Filters) -> Iterator[tuple
             early = filters.since is not None and day < filters.since
             if not early and (filters.until is None or day <= filters.until):
                 yield pk, day
-
-
-def _responses(
-    runs: dict[int, _RunFacts], filters: Filters
-) -> Iterator[tuple[int, dt.date, Usage]]:
-    ids = sorted(runs)
-    for first in range(0, len(ids), CHUNK):
-        rows = Message.objects.filter(
-            run_id__in=ids[first : first + CHUNK], usage_input__isnull=False
-        ).values_list(
-            "run_id",
-            "timestamp",
-            "usage_input",
-            "usage_cache_read",
-            "usage_cache_write",
-            "usage_output",
-            "usage_cache_write_1h",
-            "usage_model",
-        )
-        for run_id, when, u_in, u_read, u_write, u_out, u_hour, u_model in rows.iterator():
-            day = when.date() if when is not None else runs[run_id].created
-            early = filters.since is not None and day < filters.since
-            if early or (filters.until is not None and day > filters.until):
-                continue
-            usage = Usage(
-                u_in or 0, u_read or 0, u_write or 0, u_out or 0, u_hour or 0, u_model or ""
-            )
-            if filters.model and (usage.model or runs[run_id].model) != filters.model:
-                continue
-            yield run_id, day, usage
 
 
 def _group(groups: dict[str, Group], facts: _RunFacts, day: dt.date, model: str, by: By) -> Group:

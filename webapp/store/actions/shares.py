@@ -13,6 +13,7 @@ from contextsim.analysis import context_shares as shares
 from webapp.dashboard.analysis import analyse, tool_parts
 from webapp.dashboard.state import defaults_for, read_state
 from webapp.models import Run, RunShares
+from webapp.overview.usage import run_days
 
 
 def run_shares(run: Run) -> shares.ContextShares:
@@ -25,10 +26,12 @@ def run_shares(run: Run) -> shares.ContextShares:
 
 
 def do_store_shares(run: Run) -> None:
-    """Compute and store the run's shares at its revision; a run changed meanwhile
-    keeps its new revision's to a later derivation (nothing of the old is stored)."""
+    """Compute and store the run's shares at its revision, and its measured usage by
+    day and model (webapp.overview.usage.run_days: what the overview adds up); a run
+    changed meanwhile keeps its new revision's to a later derivation (nothing of the
+    old is stored)."""
     revision = run.revision
-    data = run_shares(run).to_dict()
+    data = {**run_shares(run).to_dict(), "days": run_days(run)}
     with transaction.atomic():
         if Run.all_objects.filter(pk=run.pk, revision=revision).exists():
             RunShares.objects.update_or_create(
