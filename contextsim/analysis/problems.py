@@ -26,6 +26,7 @@ KINDS = (
     "step_ceiling",
     "compaction",
     "compacted",
+    "refused",
 )
 
 

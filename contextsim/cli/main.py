@@ -133,7 +133,7 @@ def _simulate(args: argparse.Namespace) -> int:
             )
             where = window_source(run.model, run.context_window, run.window_source)
             window = Limit(hard_limit, "--hard-limit" if args.hard_limit else where)
-            _, found = findings(sim, POLICIES[name], own, window, prices, ref)
+            _, found = findings(sim, POLICIES[name], own, window, prices, ref, run.rejections)
             summary = simulation_summary(sim, found, args.steps)
             summary["reconciliation"] = rec.to_dict() if rec is not None else None
             summary["measured_cost"] = run_measured_cost(run.model, sk.usage, prices)

@@ -175,3 +175,35 @@ def test_an_underestimate_names_the_unlogged_part_or_the_estimator_as_its_cause(
     assert all("mostly the unlogged part" in d for d in causes(Reconciliation(1.0, 8_000)))
     assert all("mostly the estimator" in d for d in causes(Reconciliation(3.0, 0)))
     assert causes(Reconciliation(1.0, 8_000)) and causes(Reconciliation(1.0, 0)) == []
+
+
+def test_a_request_the_provider_refused_is_a_problem_of_what_was_sent():
+    from pathlib import Path
+
+    from contextsim.analysis.compactions import Limit
+    from contextsim.analysis.findings import findings
+    from contextsim.counting.builder import build
+    from contextsim.counting.estimators import ESTIMATORS
+    from contextsim.engine.simulate import simulate
+    from contextsim.ingest.detect import parse_path
+    from contextsim.registry import POLICIES
+    from contextsim.truth.costs import PRESETS
+
+    fixture = Path(__file__).parents[1] / "systems/claude_code/fixtures/api_errors.jsonl"
+    (run,) = parse_path(str(fixture)).runs
+    est = ESTIMATORS["chars4"]
+    sk = build(run, est)
+    found = {}
+    for name in ("as_logged", "none"):
+        sim = simulate(sk, POLICIES[name], None, budget=10**6, hard_limit=10**6, count=est.count)
+        limit = Limit(10**6, "test")
+        _, problems = findings(
+            sim, POLICIES[name], None, limit, PRESETS["anthropic"], None, run.rejections
+        )
+        found[name] = [p for p in problems if p.kind == "refused"]
+    # Each at the request the error line answers; the one refused for its size an error.
+    steps = [sk.responses.index(r.before_message) for r in run.rejections]
+    assert sorted(p.step for p in found["as_logged"]) == steps
+    severities = {p.step: p.severity for p in found["as_logged"]}
+    assert [severities[s] for s in steps] == ["error", "warning"]
+    assert found["none"] == []  # a what-if sends other requests

@@ -40,7 +40,7 @@ from webapp.dashboard.charts.timeline import by_time
 from webapp.dashboard.state import BadQuery, ViewState
 from webapp.models import Run
 from webapp.runs.reads import get_message
-from webapp.store.reads import skeleton_of
+from webapp.store.reads import run_facts, skeleton_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +160,9 @@ def analyse(
     unpriced = tuple(unpriced_models(run.model, sk.usage, prices))
     trigger = policy_trigger(POLICIES[state.policy], main.skeleton, main.params)
     own = own_trigger(run.format)
-    events, problems = findings(main, POLICIES[state.policy], own, _window(run, state), prices)
+    refused = run_facts(run).rejections
+    limit = _window(run, state)
+    events, problems = findings(main, POLICIES[state.policy], own, limit, prices, refused=refused)
     return Analysis(
         state,
         main,
