@@ -59,7 +59,7 @@ def store_report(run_id: int, reference: str) -> None:
 def derive_pending() -> None:
     """Store the skeletons and counts of the runs that lack them for their revision
     (idle live runs, older layouts); run every DERIVE_EVERY seconds by celery beat."""
-    derivation.do_derive_pending()
+    derivation.do_derive_pending(seconds=derivation.DERIVE_SECONDS)
 
 
 @shared_task

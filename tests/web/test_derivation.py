@@ -93,3 +93,18 @@ def test_only_a_few_runs_are_derived_per_tick(alice):
     assert derivation.do_derive_pending(limit=2) == 2
     assert len([r for r in runs if r in derivation.pending()]) == 1
     assert timedelta(seconds=1) < derivation.IDLE
+
+
+def test_a_tick_goes_on_deriving_batches_until_its_time_is_spent(alice):
+    from webapp.store.actions.appends import do_create_live_runs
+
+    runs = [
+        core.Run(f"r{n}", (core.Message("user", (core.TextPart(f"x {n}"),)),)) for n in range(5)
+    ]
+    do_create_live_runs(alice, runs)
+    Run.objects.update(last_append=None)
+    assert len(derivation.pending(limit=100)) == 5
+    # One batch of 2 without a time; batches until none is left with one.
+    assert derivation.do_derive_pending(limit=2) == 2
+    assert derivation.do_derive_pending(limit=2, seconds=60) == 3
+    assert derivation.pending(limit=100) == []

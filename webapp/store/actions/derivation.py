@@ -13,6 +13,7 @@ short transaction. What an attempt whose worker was lost counted is not counted 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -104,7 +105,9 @@ IDLE = timedelta(seconds=60)
 """How long a live run must have had no append before its derived data is stored:
 while it grows every view has its own revision, and storing each would be wasted."""
 DERIVE_AT_ONCE = 20
-"""Runs derived per tick of the periodic job, so one tick stays short."""
+"""Runs derived per batch (pending reads them again after each batch)."""
+DERIVE_SECONDS = 20.0
+"""Seconds a tick of the periodic job goes on deriving batches (it runs every 30 s)."""
 
 
 def do_derive(run: Run) -> None:
@@ -155,12 +158,19 @@ def pending(limit: int = DERIVE_AT_ONCE) -> list[Run]:
     return list(found[:limit])
 
 
-def do_derive_pending(limit: int = DERIVE_AT_ONCE) -> int:
-    """Derive the pending runs (`pending`); returns how many."""
-    runs = pending(limit)
-    for run in runs:
-        do_derive(run)
-    return len(runs)
+def do_derive_pending(limit: int = DERIVE_AT_ONCE, seconds: float | None = None) -> int:
+    """Derive the pending runs (`pending`), `limit` of them; with `seconds`, batches of
+    `limit` again until that time is spent (a tick of the periodic job: a long history
+    is counted in minutes, not one batch per tick). Returns how many."""
+    deadline = None if seconds is None else time.monotonic() + seconds
+    done = 0
+    while True:
+        runs = pending(limit)
+        for run in runs:
+            do_derive(run)
+        done += len(runs)
+        if not runs or deadline is None or time.monotonic() >= deadline:
+            return done
 
 
 def do_store_report(run: Run, reference: str) -> None:
