@@ -36,6 +36,7 @@ SUITES: dict[str, str] = {
     "otlp": "bench.suite_otlp:run",
     "doors": "bench.suite_doors:run",
     "history": "bench.suite_history:run",
+    "tune": "bench.suite_tune:run",
 }
 """Suite name -> "module:function" returning list[Figure]."""
 

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from contextsim.analysis.tuning import Mechanism
 from contextsim.engine.as_logged import LoggedPolicy
 from contextsim.engine.policy import Policy
 from contextsim.ingest.base import Importer
@@ -27,6 +28,7 @@ from contextsim.systems.manifest import System
 __all__ = [
     "EXPORTERS",
     "IMPORTERS",
+    "MECHANISMS",
     "POLICIES",
     "SYSTEMS",
     "SYSTEM_POLICIES",
@@ -169,6 +171,31 @@ def own_trigger(format_name: str) -> Policy | None:
         if getattr(POLICIES[name], "trigger", None) is not None:
             return POLICIES[name]
     return None
+
+
+def _mechanisms() -> dict[str, tuple[Mechanism, ...]]:
+    own: dict[str, tuple[Mechanism, ...]] = {}
+    apis: dict[str, tuple[Mechanism, ...]] = {}
+    for package, system in manifests():
+        found = tuple(_part(package, system.mechanisms)) if system.mechanisms else ()
+        if system.api_of is not None:
+            apis[system.api_of] = apis.get(system.api_of, ()) + found
+        for path in system.importers:
+            own[_part(package, path).name] = found
+    return {
+        name: mine + tuple(m for m in apis.get(PROVIDERS[name], ()) if m not in mine)
+        for name, mine in own.items()
+    }
+
+
+MECHANISMS: Mapping[str, tuple[Mechanism, ...]] = Registry(_mechanisms)
+"""Format name -> the context mechanisms its runs' users can set: its system's own,
+then those of its provider's API (contextsim.analysis.tuning)."""
+
+
+def mechanisms(format_name: str) -> tuple[Mechanism, ...]:
+    """The mechanisms a run of this format can be tuned for; () for an unknown format."""
+    return MECHANISMS.get(format_name, ())
 
 
 def export(policy: str, ctx: ExportContext) -> tuple[Snippet, ...]:

@@ -25,7 +25,7 @@ from contextsim.analysis.estimator_report import compare_text, file_text, signed
 from contextsim.analysis.findings import findings
 from contextsim.analysis.report import load_runs, readable, simulation_summary
 from contextsim.cli import export_config as export_command
-from contextsim.cli import run_agent, send_history
+from contextsim.cli import run_agent, send_history, tune
 from contextsim.cli.parameters import set_values
 from contextsim.counting.builder import build, reference_tokens
 from contextsim.counting.estimators import ESTIMATORS
@@ -348,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     export_command.add_to(sub, _tokens)
     run_agent.add_to(sub)
     send_history.add_to(sub)
+    tune.add_to(sub)
     return parser
 
 

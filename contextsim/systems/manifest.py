@@ -17,10 +17,14 @@ class System:
     of its log formats, in the order detection tries them; `policies` its Policy
     classes, in the order the pages list them; `exports` a dict of policy name ->
     Exporter; `provider` whose list prices its runs fall back to when their model's
-    are unknown."""
+    are unknown; `mechanisms` the context mechanisms its users can set
+    (contextsim.analysis.tuning.Mechanism, a tuple); `api_of` the provider whose API
+    it is, when it is one (its mechanisms then serve every system of that provider)."""
 
     label: str
     importers: tuple[str, ...] = ()
     policies: tuple[str, ...] = ()
     exports: str | None = None
     provider: Literal["anthropic", "openai"] = "anthropic"
+    mechanisms: str | None = None
+    api_of: Literal["anthropic", "openai"] | None = None

@@ -13,4 +13,6 @@ SYSTEM = System(
         "compaction:AnthropicCompactionPolicy",
     ),
     exports="export:EXPORTS",
+    mechanisms="tuning:MECHANISMS",
+    api_of="anthropic",
 )

@@ -9,4 +9,5 @@ SYSTEM = System(
     importers=("format:ClaudeCodeImporter",),
     policies=("policies:ClaudeCodePolicy", "microcompact:MicrocompactPolicy"),
     exports="export:EXPORTS",
+    mechanisms="tuning:MECHANISMS",
 )

@@ -10,4 +10,5 @@ SYSTEM = System(
     policies=("policies:CodexPolicy",),
     exports="export:EXPORTS",
     provider="openai",
+    mechanisms="tuning:MECHANISMS",
 )

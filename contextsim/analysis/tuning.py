@@ -1,0 +1,295 @@
+"""Searching a policy's parameters over a set of runs for the settings that would have
+cost least without a request over the limit and without removing what the agent used
+again later (issue 35).
+
+The space is a grid: each searched parameter takes one of a few values. Exhaustively,
+every run would be simulated at every point. The search instead relies on what the
+policies are made of: each decision a policy takes (compact now, clear this result,
+keep these messages) compares a size or a count of the run with a parameter, or with a
+quantity that moves one way as a parameter grows (a threshold, a number of messages
+kept, a fraction of the window). So along a trajectory of requests, if two settings take
+the same decisions, every setting between them (in each parameter, within the box the
+two span) takes the same ones too, and sends the same requests: the same plan at every
+step (engine.plan.Plan, which holds every token a policy adds) and the same sizes.
+
+The search therefore simulates a run at the corners of a box of the grid; where the
+corners agree the whole box is settled with no more simulation; where they do not, the
+box is cut in two along its longest side and each half is searched. A run with few
+distinct behaviours over the space costs a handful of simulations however fine the
+grid. Parameters that are not ordered (on/off switches, names) are not searched this
+way: each of their values is a grid of its own.
+
+What it assumes, said plainly:
+- A searched parameter is used by its policy only through comparisons that move one
+  way as the parameter grows (a property test checks the result against the exhaustive
+  grid over generated runs and the corpus; a parameter that is not so must be given as
+  a choice, not a range).
+- The agent would have sent the same messages whatever the setting (a simulation
+  cannot know how it would have behaved with another context): `risk` counts where
+  that is least likely to hold, the requests where the agent called a tool again with
+  the same arguments although the setting had removed the earlier result.
+
+Everything here is deterministic; no wall clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any
+
+from contextsim.engine.simulate import Simulation
+
+Point = tuple[int, ...]
+"""A grid point: the index of each searched parameter's value."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dimension:
+    """A searched parameter: its name and values, in increasing order (`ordered`: the
+    policy uses it through comparisons that move one way as it grows), or any values
+    each tried on its own (`ordered` False: a switch, a name)."""
+
+    name: str
+    values: tuple[Any, ...]
+    ordered: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.values:
+            raise ValueError(f"{self.name}: no value to search")
+        if self.ordered and list(self.values) != sorted(self.values):
+            raise ValueError(f"{self.name}: ordered values must increase")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a setting did to one run (or a sum over runs): dollars, requests over the
+    hard limit (`rejected`, must be 0), `risk` (results the setting removed that the
+    agent asked for again by the same call), tokens sent over all requests, the largest
+    request, and requests."""
+
+    cost: float
+    rejected: int
+    risk: int
+    sent: int
+    peak: int
+    requests: int
+
+    def __add__(self, other: Outcome) -> Outcome:
+        return Outcome(
+            self.cost + other.cost,
+            self.rejected + other.rejected,
+            self.risk + other.risk,
+            self.sent + other.sent,
+            max(self.peak, other.peak),
+            self.requests + other.requests,
+        )
+
+
+NOTHING = Outcome(0.0, 0, 0, 0, 0, 0)
+
+
+def outcome(sim: Simulation) -> Outcome:
+    """A simulation's Outcome (its cost as simulate priced it)."""
+    records = sim.records
+    return Outcome(
+        cost=sum(r.cost for r in records),
+        rejected=sum(1 for r in records if r.rejected),
+        risk=len(removed_then_asked(sim)),
+        sent=sum(r.sent for r in records),
+        peak=max((r.sent for r in records), default=0),
+        requests=len(records),
+    )
+
+
+def signature(sim: Simulation) -> tuple[Any, ...]:
+    """What decides a simulation's outcome: every request's plan and size."""
+    return tuple((r.plan, r.sent, r.rejected) for r in sim.records)
+
+
+def removed_then_asked(sim: Simulation) -> list[tuple[int, int]]:
+    """(step, message) where the agent's call repeats an earlier call whose result the
+    simulated request no longer held in full (cleared, offloaded, summarized or
+    truncated): `message` is that earlier result. The log's calls are taken as they
+    were, so this is where the setting most likely would have changed what the agent
+    did (it asked again for what it had been shown)."""
+    sk = sim.skeleton
+    step_of = {r: k for k, r in enumerate(sk.responses) if r is not None}
+    last: dict[str, int] = {}
+    found = []
+    for i, key in enumerate(sk.call_key):
+        if not key:
+            continue
+        earlier = last.get(key)
+        last[key] = i
+        if earlier is None:
+            continue
+        call = sk.answers[i]
+        step = step_of.get(call) if call >= 0 else None
+        if step is None or step >= len(sim.records):
+            continue
+        letters = sim.dispositions(step)
+        if earlier < len(letters) and letters[earlier] != "k":
+            found.append((step, earlier))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Mechanism:
+    """A context mechanism a system's users can set: its `name` (for `--mechanism`), how
+    people call it, the policy that simulates it and its search space for runs of a
+    window of so many tokens (`space`). Declared in the system's folder (tuning.py)."""
+
+    name: str
+    label: str
+    policy: str
+    space: Callable[[int], tuple[Dimension, ...]]
+
+
+def share_steps(window: int, first: float, last: float, step: float) -> tuple[int, ...]:
+    """Token counts from `first` to `last` of the window (fractions), `step` apart."""
+    count = round((last - first) / step)
+    return tuple(sorted({round(window * (first + k * step)) for k in range(count + 1)}))
+
+
+Evaluate = Callable[[int, Mapping[str, Any]], tuple[tuple[Any, ...], Outcome]]
+"""Simulates run `n` (an index into the runs searched) with these parameter values;
+returns its signature and Outcome."""
+
+
+@dataclass(slots=True)
+class Tuning:
+    """The search's result: each grid point's setting and its Outcome summed over the
+    runs, with how many simulations it took (`simulated`) against the exhaustive grid's
+    (`grid`: points x runs)."""
+
+    dimensions: tuple[Dimension, ...]
+    totals: dict[Point, Outcome] = field(default_factory=dict)
+    per_run: dict[Point, list[Outcome]] = field(default_factory=dict)
+    simulated: int = 0
+    grid: int = 0
+
+    def setting(self, point: Point) -> dict[str, Any]:
+        """The parameter values of a grid point."""
+        return {d.name: d.values[i] for d, i in zip(self.dimensions, point, strict=True)}
+
+    def feasible(self) -> list[Point]:
+        """The points no request of any run goes over the hard limit at."""
+        return [p for p, o in self.totals.items() if o.rejected == 0]
+
+    def frontier(self) -> list[Point]:
+        """The feasible points no other feasible point beats on both cost and risk
+        (less of one, no more of the other), cheapest first."""
+        points = sorted(
+            self.feasible(), key=lambda p: (self.totals[p].cost, self.totals[p].risk, p)
+        )
+        out: list[Point] = []
+        for p in points:
+            if not out or self.totals[p].risk < self.totals[out[-1]].risk:
+                out.append(p)
+        return out
+
+    def recommended(self) -> Point | None:
+        """The cheapest feasible point of the least risk (None when every point sends a
+        request over the limit); equal costs go to the earliest point."""
+        front = self.frontier()
+        return front[-1] if front else None
+
+
+def search(runs: int, dimensions: Sequence[Dimension], evaluate: Evaluate) -> Tuning:
+    """Every grid point's Outcome over `runs` runs, simulating each run only at the
+    corners of the boxes its behaviour is not settled on (see the module)."""
+    dims = tuple(dimensions)
+    ordered = [k for k, d in enumerate(dims) if d.ordered]
+    choices = [k for k, d in enumerate(dims) if not d.ordered]
+    result = Tuning(dims)
+    points = list(product(*(range(len(d.values)) for d in dims)))
+    result.grid = len(points) * runs
+    result.totals = dict.fromkeys(points, NOTHING)
+    result.per_run = {p: [] for p in points}
+    for n in range(runs):
+        cache: dict[Point, tuple[tuple[Any, ...], Outcome]] = {}
+
+        def at(point: Point, n: int = n, cache: dict[Point, Any] = cache) -> Any:
+            if point not in cache:
+                cache[point] = evaluate(n, result.setting(point))
+                result.simulated += 1
+            return cache[point]
+
+        found: dict[Point, Outcome] = {}
+        for fixed in product(*(range(len(dims[k].values)) for k in choices)):
+            box = [(0, len(dims[k].values) - 1) for k in ordered]
+            _settle(box, ordered, choices, fixed, len(dims), at, found)
+        for point, got in found.items():
+            result.totals[point] = result.totals[point] + got
+            result.per_run[point].append(got)
+    return result
+
+
+def _settle(
+    box: list[tuple[int, int]],
+    ordered: list[int],
+    choices: list[int],
+    fixed: tuple[int, ...],
+    width: int,
+    at: Callable[[Point], tuple[tuple[Any, ...], Outcome]],
+    found: dict[Point, Outcome],
+) -> None:
+    """Fill `found` for every point of `box` (over the ordered dimensions, the choices
+    at `fixed`), cutting it where its corners disagree."""
+    stack = [box]
+    while stack:
+        current = stack.pop()
+        corners = [_point(c, ordered, choices, fixed, width) for c in product(*current)]
+        seen = [at(c) for c in corners]
+        if all(s[0] == seen[0][0] for s in seen):
+            for inner in product(*(range(lo, hi + 1) for lo, hi in current)):
+                found[_point(inner, ordered, choices, fixed, width)] = seen[0][1]
+            continue
+        k = max(range(len(current)), key=lambda j: current[j][1] - current[j][0])
+        lo, hi = current[k]
+        if hi - lo <= 1:  # every point of the box is a corner: each as simulated
+            for c, s in zip(corners, seen, strict=True):
+                found[c] = s[1]
+            continue
+        mid = (lo + hi) // 2
+        stack.append([*current[:k], (lo, mid), *current[k + 1 :]])
+        stack.append([*current[:k], (mid, hi), *current[k + 1 :]])
+
+
+def _point(
+    values: tuple[int, ...],
+    ordered: list[int],
+    choices: list[int],
+    fixed: tuple[int, ...],
+    width: int,
+) -> Point:
+    out = [0] * width
+    for k, v in zip(ordered, values, strict=True):
+        out[k] = v
+    for k, v in zip(choices, fixed, strict=True):
+        out[k] = v
+    return tuple(out)
+
+
+def exhaustive(runs: int, dimensions: Sequence[Dimension], evaluate: Evaluate) -> Tuning:
+    """Every run simulated at every grid point (what `search` must agree with)."""
+    dims = tuple(dimensions)
+    result = Tuning(dims)
+    points = list(product(*(range(len(d.values)) for d in dims)))
+    result.grid = result.simulated = len(points) * runs
+    for p in points:
+        outcomes = [evaluate(n, result.setting(p))[1] for n in range(runs)]
+        result.per_run[p] = outcomes
+        total = NOTHING
+        for o in outcomes:
+            total = total + o
+        result.totals[p] = total
+    return result
+
+
+def points_of(tuning: Tuning) -> Iterator[tuple[dict[str, Any], Outcome]]:
+    """Every grid point's setting and Outcome, in grid order."""
+    for p in sorted(tuning.totals):
+        yield tuning.setting(p), tuning.totals[p]

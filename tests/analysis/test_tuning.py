@@ -1,0 +1,157 @@
+"""The parameter search (contextsim.analysis.tuning): on generated runs and on the
+corpus it finds every grid point's outcome as the exhaustive grid does, with far fewer
+simulations; the risk it counts is the log's repeated calls whose earlier result the
+setting had removed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextsim.analysis.tuning import (
+    Dimension,
+    exhaustive,
+    outcome,
+    removed_then_asked,
+    search,
+    signature,
+)
+from contextsim.counting.builder import build
+from contextsim.counting.estimators import ESTIMATORS
+from contextsim.engine.simulate import simulate
+from contextsim.ingest.detect import parse_path
+from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart, Usage
+from contextsim.registry import POLICIES
+from contextsim.truth.costs import PRESETS
+from tests.conftest import corpus_files
+
+EST = ESTIMATORS["chars4"]
+HARD_LIMIT = 60_000
+
+
+def evaluator(runs, policy: str, hard_limit: int = HARD_LIMIT):
+    skeletons = [build(r, EST) for r in runs]
+    chosen = POLICIES[policy]
+
+    def evaluate(n, values):
+        params = dataclasses.replace(chosen.Params(), **values)
+        sim = simulate(
+            skeletons[n],
+            chosen,
+            params,
+            budget=hard_limit,
+            hard_limit=hard_limit,
+            count=EST.count,
+            prices=PRESETS["anthropic"],
+        )
+        return signature(sim), outcome(sim)
+
+    return evaluate
+
+
+def tool_run(sizes: list[int], repeats: list[int]) -> Run:
+    """A run of tool calls with results of `sizes` characters; the calls at `repeats`
+    ask again what an earlier call asked (same name and arguments)."""
+    messages: list[Message] = [Message("user", (TextPart("start " * 50),))]
+    for n, size in enumerate(sizes):
+        arg = n if n not in repeats or n == 0 else repeats.index(n) % max(n, 1)
+        call = ToolCallPart(f"c{n}", "Read", f'{{"file": {arg}}}')
+        usage = Usage(200 + 10 * n, 0, 0, 50)
+        messages.append(Message("assistant", (call,), usage=usage))
+        messages.append(Message("tool", (ToolResultPart(f"c{n}", "x" * size),)))
+    messages.append(Message("assistant", (TextPart("done"),)))
+    return Run("generated", tuple(messages))
+
+
+CLEARING = [
+    Dimension("trigger", (5_000, 10_000, 15_000, 20_000, 30_000, 40_000, 50_000, 60_000)),
+    Dimension("keep", (1, 2, 3, 4, 6, 8)),
+    Dimension("clear_tool_inputs", (False, True), ordered=False),
+]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    runs=st.lists(
+        st.tuples(
+            st.lists(st.integers(100, 12_000), min_size=3, max_size=30),
+            st.lists(st.integers(0, 29), max_size=5),
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_the_search_finds_what_the_grid_finds(runs):
+    built = [tool_run(sizes, repeats) for sizes, repeats in runs]
+    evaluate = evaluator(built, "anthropic_clear_tool_uses")
+    found = search(len(built), CLEARING, evaluate)
+    every = exhaustive(len(built), CLEARING, evaluate)
+    assert found.totals == every.totals
+    assert found.recommended() == every.recommended()
+    assert found.frontier() == every.frontier()
+    assert found.simulated <= every.simulated
+
+
+def test_a_threshold_search_takes_a_fraction_of_the_grid():
+    sizes = [3_000 + 97 * (n % 13) for n in range(60)]
+    built = [tool_run(sizes, [10, 20, 30])]
+    space = [Dimension("threshold", tuple(range(10_000, 58_001, 1_000)))]
+    evaluate = evaluator(built, "claude_code_auto_compact", hard_limit=200_000)
+    found = search(1, space, evaluate)
+    every = exhaustive(1, space, evaluate)
+    assert found.totals == every.totals
+    assert found.simulated * 3 <= every.simulated, (found.simulated, every.simulated)
+
+
+@pytest.mark.parametrize("path", corpus_files("claude_code", "codemie_session-624a*.jsonl"))
+def test_on_a_real_session_the_search_agrees_with_the_grid(path):
+    runs = [r for r in parse_path(str(path)).runs if len(r.messages) > 20][:1]
+    space = [
+        Dimension("trigger", (20_000, 40_000, 60_000, 80_000, 100_000, 120_000)),
+        Dimension("keep", (1, 3, 5, 8)),
+    ]
+    evaluate = evaluator(runs, "anthropic_clear_tool_uses", hard_limit=200_000)
+    found = search(len(runs), space, evaluate)
+    every = exhaustive(len(runs), space, evaluate)
+    assert found.totals == every.totals
+    assert found.recommended() == every.recommended()
+    # A real session's requests grow by a result at a time: nearly every trigger of this
+    # coarse grid clears at other steps, so the search saves little here.
+    assert found.simulated <= every.simulated
+
+
+def test_risk_is_a_repeated_call_whose_earlier_result_was_removed():
+    sizes = [8_000] * 8
+    run = tool_run(sizes, [])
+    # The last call asks again what the first asked.
+    messages = list(run.messages)
+    first_call = messages[1].parts[0]
+    last = len(messages) - 3
+    messages[last] = Message(
+        "assistant",
+        (ToolCallPart("again", first_call.name, first_call.arguments),),
+        usage=messages[last].usage,
+    )
+    messages[last + 1] = Message("tool", (ToolResultPart("again", "x" * 8_000),))
+    run = dataclasses.replace(run, messages=tuple(messages))
+    sk = build(run, EST)
+    chosen = POLICIES["anthropic_clear_tool_uses"]
+    kept = simulate(
+        sk, chosen, chosen.Params(trigger=10**6), budget=10**6, hard_limit=10**6, count=EST.count
+    )
+    cleared = simulate(
+        sk,
+        chosen,
+        chosen.Params(trigger=10_000, keep=1),
+        budget=10**6,
+        hard_limit=10**6,
+        count=EST.count,
+    )
+    assert removed_then_asked(kept) == []
+    ((step, message),) = removed_then_asked(cleared)
+    assert message == 2  # the first result
+    assert sk.responses[step] == last  # the request that made the repeated call
+    assert outcome(cleared).risk == 1 and outcome(kept).risk == 0

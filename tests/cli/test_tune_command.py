@@ -1,0 +1,83 @@
+"""`python -m contextsim tune`: on real Claude Code sessions, each mechanism's
+recommended setting, simulated on its own by `simulate`, gives the figures `tune`
+says (cost and peak), and what happened is `simulate`'s as_logged; the recommendation
+never sends a request over the limit and costs no more than any other setting of the
+least risk; bad input is named."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+
+from contextsim.cli.main import main
+from tests.conftest import corpus_files
+
+SESSIONS = corpus_files("claude_code", "codemie_session-624a*.jsonl")
+ESTIMATOR = "chars4"
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("path", SESSIONS)
+def test_the_recommendation_is_what_simulate_says_of_it(path):
+    code, out, err = _run("tune", str(path), "--estimator", ESTIMATOR, "--json")
+    assert code == 0, err
+    found = {m["mechanism"]: m for m in json.loads(out)["mechanisms"]}
+    assert {"auto-compact", "clear-tool-uses", "clear-thinking"} <= set(found)
+    for name, item in found.items():
+        logged = _simulate(path, "as_logged", {})
+        assert item["as_logged"]["cost"] == pytest.approx(sum(s["cost"] for s in logged), abs=1e-5)
+        (own,) = item["current"]["policies"]
+        current = _simulate(path, own, {})
+        assert item["current"]["cost"] == pytest.approx(sum(s["cost"] for s in current), abs=1e-5)
+        best = item["recommended"]
+        if best is None:
+            # Said only when every setting sends a request over the limit: the defaults do.
+            assert item["frontier"] == [] and "over the model's limit" in item["why_none"]
+            assert sum(s["rejected_steps"] for s in _simulate(path, item["policy"], {})) > 0
+            continue
+        assert best["rejected"] == 0
+        # Nothing on the frontier is cheaper at the same or a lower risk.
+        for point in item["frontier"]:
+            assert point["cost"] >= best["cost"] or point["risk"] > best["risk"]
+        runs = _simulate(path, item["policy"], best["setting"])
+        assert best["cost"] == pytest.approx(sum(s["cost"] for s in runs), abs=1e-5), name
+        assert best["peak"] == max(s["peak_sent"] for s in runs), name
+        assert sum(s["rejected_steps"] for s in runs) == 0
+        assert best["saved"] == pytest.approx(item["current"]["cost"] - best["cost"])
+        assert item["simulations"] <= item["grid_simulations"]
+        assert best["configuration"], name  # the real system's setting
+    assert found["auto-compact"]["recommended"] is not None
+
+
+def _simulate(path, policy: str, setting: dict) -> list[dict]:
+    argv = ["simulate", str(path), "--policy", policy, "--estimator", ESTIMATOR, "--json"]
+    for key, value in setting.items():
+        argv += ["--set", f"{key}={value}"]
+    code, out, err = _run(*argv)
+    assert code == 0, err
+    return [r for r in json.loads(out)["runs"] if not r["title"].startswith("compaction request")]
+
+
+@pytest.mark.parametrize("path", SESSIONS)
+def test_the_text_says_the_setting_its_saving_and_the_caveat(path):
+    code, out, _ = _run("tune", str(path), "--estimator", ESTIMATOR, "--mechanism", "auto-compact")
+    assert code == 0
+    assert "recommended: window=" in out and "saves $" in out
+    assert "CLAUDE_CODE_AUTO_COMPACT_WINDOW=" in out
+    assert "might have behaved otherwise" in out
+
+
+def test_a_mechanism_no_run_can_use_is_named(tmp_path):
+    log = tmp_path / "run.json"
+    log.write_text(json.dumps({"contextsim": 1, "runs": [{"title": "t", "messages": []}]}))
+    code, _, err = _run("tune", str(log), "--mechanism", "auto-compact")
+    assert code == 2 and "no run here can use auto-compact" in err
