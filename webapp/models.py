@@ -395,6 +395,50 @@ class SweepCell(Job):
         indexes = [models.Index(fields=["status", "lease_until"], name="cell_lease")]
 
 
+class Tuning(models.Model):
+    """A search of context mechanisms' settings over a set of runs (issue 35,
+    contextsim.analysis.tuning): one cell per (run, mechanism), each searched by a
+    worker; `spaces` holds each mechanism's grid, fixed when it was made (for the
+    smallest window of its runs), so that every cell searches the same points. Private
+    to its owner."""
+
+    public_id = models.CharField(max_length=16, unique=True, default=new_public_id)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    title = models.CharField(max_length=300)
+    estimator = models.CharField(max_length=40)
+    spaces = models.JSONField()
+    """{mechanism: {"policy": name, "label": text, "dimensions": [[name, values, ordered]]}}"""
+    runs = models.ManyToManyField(Run, related_name="tunings")
+    created = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished = models.DateTimeField(null=True, blank=True)
+    cancelled = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class TuningCell(Job):
+    """One (run, mechanism) of a tuning: once searched, `result` holds the run's
+    outcome at every grid point (in grid order), as it was really (as_logged) and as
+    the simulation reproduces it (its own policy), and the simulations it took."""
+
+    tuning = models.ForeignKey(Tuning, on_delete=models.CASCADE, related_name="cells")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    mechanism = models.CharField(max_length=60)
+    result = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tuning", "run", "mechanism"], name="tuning_cell_unique"
+            )
+        ]
+        indexes = [models.Index(fields=["status", "lease_until"], name="tuning_cell_lease")]
+
+
 def new_share_token() -> str:
     """An unguessable share token (144 random bits)."""
     return secrets.token_urlsafe(18)

@@ -13,10 +13,11 @@ from django.db import transaction
 
 from webapp.ingest.uploads import services as imports
 from webapp.jobs import services as jobs
-from webapp.models import Run, Sweep, SweepCell
+from webapp.models import Run, Sweep, SweepCell, Tuning, TuningCell
 from webapp.runtime import heap
 from webapp.store.actions import derivation
 from webapp.sweeps import services as sweeps
+from webapp.tuning import services as tunings
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,22 @@ def queue_sweep(sweep: Sweep) -> None:
 
 
 @shared_task
+def run_tuning_cells(cell_ids: list[int]) -> None:
+    tunings.run_cells(cell_ids)
+
+
+def queue_tuning(tuning: Tuning) -> None:
+    """Once the current transaction commits, queue one task per queued cell of
+    `tuning` (each searches one run for one mechanism)."""
+    ids = list(
+        tuning.cells.filter(status=TuningCell.Status.QUEUED)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    transaction.on_commit(lambda: [run_tuning_cells.delay([pk]) for pk in ids])
+
+
+@shared_task
 def store_report(run_id: int, reference: str) -> None:
     """Store a run's estimator report a view computed (webapp.store.reads)."""
     run = Run.objects.filter(pk=run_id).first()
@@ -73,6 +90,8 @@ def reap_jobs() -> None:
         import_upload.delay(job_id)
     for cell_id in found.cells:
         run_sweep_cell.delay(cell_id)
+    for cell_id in found.tuning_cells:
+        run_tuning_cells.delay([cell_id])
     imports.index_left()
 
 

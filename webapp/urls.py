@@ -14,6 +14,7 @@ from webapp.ingest.uploads import views as uploads
 from webapp.overview import views as overview
 from webapp.runs import views as runs
 from webapp.sweeps import views as sweeps
+from webapp.tuning import views as tunings
 
 urlpatterns = [
     path("", runs.runs_list, name="runs"),
@@ -58,6 +59,10 @@ urlpatterns = [
     path("sweeps/", sweeps.sweeps_list, name="sweeps"),
     path("sweeps/new/", sweeps.new_sweep, name="sweep-new"),
     path("sweeps/<str:public_id>/", sweeps.sweep_detail, name="sweep"),
+    path("tunings/", tunings.tunings_list, name="tunings"),
+    path("tunings/new/", tunings.new_tuning, name="tuning-new"),
+    path("tunings/<str:public_id>/", tunings.tuning_detail, name="tuning"),
+    path("tunings/<str:public_id>/cancel/", tunings.cancel_tuning, name="tuning-cancel"),
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/<int:pk>/revoke/", tokens.revoke_token, name="revoke-token"),
     path("api/runs/", api.runs, name="api-runs"),

@@ -90,6 +90,17 @@ class Outcome:
 NOTHING = Outcome(0.0, 0, 0, 0, 0, 0)
 
 
+def outcome_of(figures: Sequence[Any]) -> Outcome:
+    """The Outcome of its stored form ([cost, rejected, risk, sent, peak, requests])."""
+    cost, rejected, risk, sent, peak, requests = figures
+    return Outcome(float(cost), int(rejected), int(risk), int(sent), int(peak), int(requests))
+
+
+def figures_of(found: Outcome) -> list[Any]:
+    """An Outcome's stored form (outcome_of reads it back)."""
+    return [found.cost, found.rejected, found.risk, found.sent, found.peak, found.requests]
+
+
 def outcome(sim: Simulation) -> Outcome:
     """A simulation's Outcome (its cost as simulate priced it)."""
     records = sim.records
@@ -133,6 +144,38 @@ def removed_then_asked(sim: Simulation) -> list[tuple[int, int]]:
         if earlier < len(letters) and letters[earlier] != "k":
             found.append((step, earlier))
     return found
+
+
+def dimensions_of(data: Sequence[Sequence[Any]]) -> tuple[Dimension, ...]:
+    """Dimensions of their stored form ([[name, values, ordered], ...])."""
+    return tuple(Dimension(str(n), tuple(v), bool(o)) for n, v, o in data)
+
+
+def stored_dimensions(dims: Sequence[Dimension]) -> list[list[Any]]:
+    """The stored form of dimensions (dimensions_of reads it back)."""
+    return [[d.name, list(d.values), d.ordered] for d in dims]
+
+
+def grid_points(dims: Sequence[Dimension]) -> list[Point]:
+    """Every point of the grid, in grid order (the order stored results follow)."""
+    return list(product(*(range(len(d.values)) for d in dims)))
+
+
+def combined(
+    dims: Sequence[Dimension], runs: Sequence[Sequence[Outcome]], simulated: int
+) -> Tuning:
+    """The Tuning of runs searched apart: each run's Outcome at every point in grid
+    order (a worker's cell each), summed in run order."""
+    points = grid_points(dims)
+    result = Tuning(tuple(dims), simulated=simulated, grid=len(points) * len(runs))
+    for k, p in enumerate(points):
+        per_run = [outcomes[k] for outcomes in runs]
+        total = NOTHING
+        for o in per_run:
+            total = total + o
+        result.totals[p] = total
+        result.per_run[p] = per_run
+    return result
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ import socket
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,12 +30,12 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from webapp.models import ImportJob, Run, Sweep, SweepCell, Upload
+from webapp.models import ImportJob, Run, Sweep, SweepCell, Tuning, TuningCell, Upload
 from webapp.store.actions import derivation, saving
 
 logger = logging.getLogger(__name__)
 
-JobModel = type[ImportJob] | type[SweepCell]
+JobModel = type[ImportJob] | type[SweepCell] | type[TuningCell]
 WORKER_LOST = "worker lost"
 
 
@@ -219,6 +219,7 @@ class Reaped:
     imports: list[int]
     cells: list[int]
     failed: int
+    tuning_cells: list[int] = field(default_factory=list)
 
 
 def reap(*, queue_empty: bool, now: datetime | None = None) -> Reaped:
@@ -233,7 +234,11 @@ def reap(*, queue_empty: bool, now: datetime | None = None) -> Reaped:
     cells, failed_cells = _reap(SweepCell, now, queue_empty)
     if failed_cells:
         _finish_sweeps(failed_cells)
-    return Reaped(imports, cells, len(failed_imports) + len(failed_cells))
+    tuning_cells, failed_tuning = _reap(TuningCell, now, queue_empty)
+    if failed_tuning:
+        _finish_tunings(failed_tuning)
+    failed = len(failed_imports) + len(failed_cells) + len(failed_tuning)
+    return Reaped(imports, cells, failed, tuning_cells)
 
 
 def _shown_anyway(upload: Upload) -> None:
@@ -290,3 +295,14 @@ def _finish_sweeps(cell_ids: list[int]) -> None:
     for sweep_id in sweeps:
         if not SweepCell.objects.filter(sweep=sweep_id, status__in=open_cells).exists():
             Sweep.objects.filter(pk=sweep_id, finished__isnull=True).update(finished=timezone.now())
+
+
+def _finish_tunings(cell_ids: list[int]) -> None:
+    """Mark finished the tunings whose last open cells were just failed."""
+    open_cells = (TuningCell.Status.QUEUED, TuningCell.Status.RUNNING)
+    found = set(TuningCell.objects.filter(pk__in=cell_ids).values_list("tuning", flat=True))
+    for tuning_id in found:
+        if not TuningCell.objects.filter(tuning=tuning_id, status__in=open_cells).exists():
+            Tuning.objects.filter(pk=tuning_id, finished__isnull=True).update(
+                finished=timezone.now()
+            )

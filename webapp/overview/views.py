@@ -63,6 +63,7 @@ def overview(request: SignedInRequest) -> HttpResponse:
             key: urlencode({**base, "sort": key, "dir": _next_way(key, sort, descending)})
             for key in SORTS
         },
+        "tune": urlencode({k: v for k, v in base.items() if k != "by"}),
         "csv": urlencode(
             {**base, "sort": sort, "dir": "desc" if descending else "asc", "format": "csv"}
         ),

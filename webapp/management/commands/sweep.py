@@ -8,14 +8,11 @@ import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db.models import Q
 
 from contextsim.analysis.sweep import SweepError, grid, parse_budgets, parse_settings
 from webapp import tasks
 from webapp.estimators.reads import estimators_for
-from webapp.management.owners import command_owner
-from webapp.models import Run
-from webapp.runs import reads as run_selectors
+from webapp.management.owners import command_owner, command_runs
 from webapp.sweeps import reads as sweep_selectors
 from webapp.sweeps import services as sweeps
 
@@ -49,7 +46,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         owner = command_owner(options["owner"])
-        runs = self._runs(owner, options["run"], options["collection"])
+        runs = command_runs(owner, options["run"], options["collection"])
         estimators = estimators_for(owner)
         if options["estimator"] not in estimators:
             raise CommandError(
@@ -90,22 +87,6 @@ class Command(BaseCommand):
                     f"{config.label}: {total.completed_runs} of {total.runs} runs finished, "
                     f"largest request {total.peak_sent:,}, ${total.cost:.2f}"
                 )
-
-    def _runs(self, owner: Any, run_ids: list[str], collection_ids: list[str]) -> list[Run]:
-        """The runs named, all of which the owner must be able to see."""
-        if not run_ids and not collection_ids:
-            raise CommandError("no run given: give --run or --collection public ids")
-        wanted = Q(public_id__in=run_ids) | Q(collection__public_id__in=collection_ids)
-        found = run_selectors.visible_runs(owner).filter(wanted).select_related("collection")
-        runs = list(found.order_by("id"))
-        missing = sorted(set(run_ids) - {r.public_id for r in runs})
-        seen = {r.collection.public_id for r in runs if r.collection}
-        missing += sorted(f"collection {c}" for c in set(collection_ids) - seen)
-        if missing:
-            raise CommandError(
-                f"not found, or not visible to {owner.get_username()}: {', '.join(missing)}"
-            )
-        return runs
 
     def _follow(self, sweep: Any, timeout: float) -> sweep_selectors.SweepView:
         deadline = time.monotonic() + timeout

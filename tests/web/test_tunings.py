@@ -1,0 +1,133 @@
+"""Tunings in the web app: a tuning over a real Claude Code session searched by the
+service a worker runs; each mechanism's recommended setting costs what the run's
+dashboard says under that setting, and "as it ran" is the dashboard's own policy; the
+page shows the setting, its saving, the frontier and the configuration; the form
+offers the runs' mechanisms; cancelling stops what was not started; another person
+sees nothing of it."""
+
+from __future__ import annotations
+
+import pytest
+from django.http import QueryDict
+
+from tests.conftest import corpus_files
+from tests.web.test_import_service import import_bytes
+from webapp.dashboard.analysis import analyse
+from webapp.dashboard.state import defaults_for, read_state
+from webapp.models import Run, Tuning, TuningCell
+from webapp.tuning import reads, services
+
+pytestmark = pytest.mark.django_db
+
+SESSION = corpus_files("claude_code", "codemie_session-624a*.jsonl")
+ESTIMATOR = "chars4"
+
+
+def _dashboard_cost(run: Run, query: str) -> float:
+    state = read_state(QueryDict(query), defaults=defaults_for(run.model, run.context_window))
+    state = state.__class__(
+        **{**{f: getattr(state, f) for f in state.__slots__}, "estimator": ESTIMATOR}
+    )
+    return sum(r.cost for r in analyse(run, state, alone=True).main.records)
+
+
+def _searched(tuning: Tuning) -> None:
+    services.run_cells(list(tuning.cells.values_list("pk", flat=True)))
+
+
+@pytest.mark.parametrize("path", SESSION)
+def test_the_recommendation_costs_what_the_dashboard_says(alice, alice_client, path):
+    import_bytes(alice, path.name, path.read_bytes())
+    main = Run.objects.get(owner=alice, compaction_request=False, subagent=False)
+    tuning = services.create_tuning(alice, [main], estimator=ESTIMATOR)
+    assert set(tuning.spaces) == {"auto-compact", "clear-tool-uses", "clear-thinking"}
+    _searched(tuning)
+    assert reads.progress(tuning).finished
+    views = {v.name: v for v in reads.mechanism_views(tuning)}
+    compact = views["auto-compact"]
+    assert compact.chosen is not None and compact.chosen.rejected == 0
+    setting = "&".join(f"{k}={v}" for k, v in compact.setting.items())
+    assert compact.chosen.cost == pytest.approx(
+        _dashboard_cost(main, f"policy={compact.policy}&{setting}"), abs=1e-9
+    )
+    (own,) = compact.current_policies
+    assert compact.current.cost == pytest.approx(_dashboard_cost(main, f"policy={own}"), abs=1e-9)
+    assert compact.search.simulated <= compact.search.grid
+    # A mechanism that cannot keep the run within its window says so.
+    thinking = views["clear-thinking"]
+    assert thinking.chosen is None and thinking.infeasible == len(thinking.search.totals)
+    page = alice_client.get(f"/tunings/{tuning.public_id}/")
+    assert page.status_code == 200
+    shown = page.content.decode()
+    for k, v in compact.setting.items():
+        assert f"{k}={v}" in shown
+    assert "CLAUDE_CODE_AUTO_COMPACT_WINDOW" in shown and "No setting to recommend" in shown
+    assert alice_client.get("/tunings/").status_code == 200
+
+
+@pytest.mark.parametrize("path", SESSION)
+def test_the_form_offers_the_runs_mechanisms_and_starts_a_tuning(alice, alice_client, path):
+    import_bytes(alice, path.name, path.read_bytes())
+    main = Run.objects.get(owner=alice, compaction_request=False, subagent=False)
+    form = alice_client.get("/tunings/new/", {"run": main.public_id})
+    assert form.status_code == 200
+    assert set(form.context["offered"]) == {"auto-compact", "clear-tool-uses", "clear-thinking"}
+    started = alice_client.post(
+        "/tunings/new/",
+        {"run": [main.public_id], "mechanism": ["auto-compact"], "estimator": ESTIMATOR},
+    )
+    assert started.status_code == 302
+    tuning = Tuning.objects.get(owner=alice)
+    assert list(tuning.spaces) == ["auto-compact"]
+    assert tuning.cells.count() == 1
+    refused = alice_client.post("/tunings/new/", {"run": [main.public_id], "estimator": ESTIMATOR})
+    assert (
+        refused.status_code == 400 and "mechanism: choose at least one" in refused.content.decode()
+    )
+    # From the overview: its filters choose the runs behind its figures.
+    chosen = alice_client.get("/tunings/new/", {"agent": "claude-code"}).context["chosen"]
+    assert main in chosen
+
+
+@pytest.mark.parametrize("path", SESSION)
+def test_cancelling_stops_what_was_not_started_and_it_is_private(
+    alice, bob, alice_client, client, path
+):
+    import_bytes(alice, path.name, path.read_bytes())
+    main = Run.objects.get(owner=alice, compaction_request=False, subagent=False)
+    tuning = services.create_tuning(alice, [main], estimator=ESTIMATOR, only=["auto-compact"])
+    assert alice_client.post(f"/tunings/{tuning.public_id}/cancel/").status_code == 302
+    (cell,) = TuningCell.objects.filter(tuning=tuning)
+    assert cell.status == TuningCell.Status.FAILED and cell.error == services.CANCELLED
+    tuning.refresh_from_db()
+    assert tuning.cancelled is not None and tuning.finished is not None
+    _searched(tuning)  # a task delivered after the cancel changes nothing
+    assert TuningCell.objects.get(pk=cell.pk).result is None
+    client.force_login(bob)
+    assert client.get(f"/tunings/{tuning.public_id}/").status_code == 404
+    assert client.post(f"/tunings/{tuning.public_id}/cancel/").status_code == 404
+
+
+@pytest.mark.parametrize("path", SESSION)
+def test_the_tune_command_prints_what_the_page_shows(alice, monkeypatch, capsys, path):
+    import json
+
+    from django.core.management import CommandError, call_command
+
+    import_bytes(alice, path.name, path.read_bytes())
+    main = Run.objects.get(owner=alice, compaction_request=False, subagent=False)
+    monkeypatch.setattr(
+        "webapp.tasks.queue_tuning",
+        lambda t: services.run_cells(list(t.cells.values_list("pk", flat=True))),
+    )
+    args = [f"--run={main.public_id}", "--owner=alice", f"--estimator={ESTIMATOR}"]
+    call_command("tune", *args, "--mechanism=auto-compact", "--wait", "--json")
+    (said,) = json.loads(capsys.readouterr().out)
+    (view,) = reads.mechanism_views(Tuning.objects.get())
+    assert said["recommended"]["setting"] == view.setting
+    assert said["recommended"]["cost"] == pytest.approx(view.chosen.cost)
+    assert said["configuration"] and said["simulations"] <= said["grid_simulations"]
+    with pytest.raises(CommandError, match="no run chosen can use nothing mechanism"):
+        call_command("tune", *args, "--mechanism=nothing")
+    with pytest.raises(CommandError, match="no run given"):
+        call_command("tune", "--owner=alice")

@@ -1,0 +1,227 @@
+"""Reading a tuning: its progress, and once cells are done, each mechanism's search over
+the runs (their cells summed: contextsim.analysis.tuning.combined), the recommended
+setting against the runs as logged and as simulated under their own policy, the
+frontier, the runs the setting puts at risk (each a link to its dashboard under the
+setting), the real system's configuration and the frontier chart. Reads only."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth.models import User
+from django.db.models import Count, Q
+from django.http import Http404
+
+from contextsim.analysis.tuning import (
+    NOTHING,
+    Outcome,
+    combined,
+    dimensions_of,
+    outcome_of,
+)
+from contextsim.analysis.tuning import (
+    Tuning as Search,
+)
+from contextsim.registry import POLICIES, export
+from contextsim.systems.exporting import ExportContext, Snippet
+from webapp.models import Run, Tuning, TuningCell
+from webapp.tuning.services import CANCELLED, run_window
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Cells done, failed (cancelled ones apart), cancelled and still open."""
+
+    done: int
+    failed: int
+    cancelled: int
+    open: int
+
+    @property
+    def total(self) -> int:
+        return self.done + self.failed + self.cancelled + self.open
+
+    @property
+    def finished(self) -> bool:
+        return self.open == 0
+
+
+@dataclass(frozen=True, slots=True)
+class AtRisk:
+    """A run the recommended setting would have sent over the limit or made remove
+    what the agent asked for again, with the link to its dashboard under the setting."""
+
+    run: Run
+    outcome: Outcome
+    link: str
+
+
+@dataclass(slots=True)
+class MechanismView:
+    """One mechanism's search as its section shows it."""
+
+    name: str
+    label: str
+    policy: str
+    window: int
+    runs: int
+    failed: list[tuple[Run, str]] = field(default_factory=list)
+    search: Search | None = None
+    logged: Outcome = NOTHING
+    current: Outcome = NOTHING
+    current_policies: tuple[str, ...] = ()
+    setting: dict[str, Any] | None = None
+    chosen: Outcome | None = None
+    frontier: list[tuple[dict[str, Any], Outcome]] = field(default_factory=list)
+    at_risk: list[AtRisk] = field(default_factory=list)
+    snippets: tuple[Snippet, ...] = ()
+    infeasible: int = 0
+
+    @property
+    def saved(self) -> float:
+        return self.current.cost - self.chosen.cost if self.chosen is not None else 0.0
+
+    @property
+    def saved_share(self) -> float:
+        return self.saved / self.current.cost if self.current.cost else 0.0
+
+
+def own_tunings(owner: User) -> list[Tuning]:
+    """The owner's tunings, newest first."""
+    return list(Tuning.objects.filter(owner=owner))
+
+
+def get_tuning(owner: User, public_id: str) -> Tuning:
+    """The owner's tuning `public_id`; 404 for anyone else's (private by default)."""
+    found = Tuning.objects.filter(owner=owner, public_id=public_id).first()
+    if found is None:
+        raise Http404("no such tuning")
+    return found
+
+
+def progress(tuning: Tuning) -> Progress:
+    status = TuningCell.Status
+    counts = TuningCell.objects.filter(tuning=tuning).aggregate(
+        done=Count("pk", filter=Q(status=status.DONE)),
+        failed=Count("pk", filter=Q(status=status.FAILED) & ~Q(error=CANCELLED)),
+        cancelled=Count("pk", filter=Q(status=status.FAILED, error=CANCELLED)),
+        open=Count("pk", filter=Q(status__in=(status.QUEUED, status.RUNNING))),
+    )
+    return Progress(counts["done"], counts["failed"], counts["cancelled"], counts["open"])
+
+
+def mechanism_views(tuning: Tuning) -> list[MechanismView]:
+    """Each mechanism's section, from the cells done so far (in run order)."""
+    cells = TuningCell.objects.filter(tuning=tuning).select_related("run").order_by("run_id")
+    by_name: dict[str, list[TuningCell]] = {}
+    for cell in cells:
+        by_name.setdefault(cell.mechanism, []).append(cell)
+    return [_view(name, space, by_name.get(name, [])) for name, space in tuning.spaces.items()]
+
+
+def _view(name: str, space: dict[str, Any], cells: list[TuningCell]) -> MechanismView:
+    view = MechanismView(
+        name, space["label"], space["policy"], int(space["window"]), runs=len(cells)
+    )
+    view.failed = [(c.run, c.error) for c in cells if c.status == TuningCell.Status.FAILED]
+    done = [c for c in cells if c.status == TuningCell.Status.DONE and c.result]
+    results: list[dict[str, Any]] = [c.result for c in done if c.result]
+    if not done:
+        return view
+    dims = dimensions_of(space["dimensions"])
+    per_run = [[outcome_of(p) for p in r["points"]] for r in results]
+    found = combined(dims, per_run, sum(int(r["simulated"]) for r in results))
+    view.search = found
+    for r in results:
+        view.logged = view.logged + outcome_of(r["logged"])
+        view.current = view.current + outcome_of(r["current"])
+    view.current_policies = tuple(sorted({str(r["current_policy"]) for r in results}))
+    view.infeasible = len(found.totals) - len(found.feasible())
+    view.frontier = [(found.setting(p), found.totals[p]) for p in found.frontier()]
+    best = found.recommended()
+    if best is None:
+        return view
+    view.setting = found.setting(best)
+    view.chosen = found.totals[best]
+    query = urlencode({"policy": view.policy, **view.setting})
+    view.at_risk = [
+        AtRisk(c.run, o, f"/runs/{c.run.public_id}/?{query}")
+        for c, o in zip(done, found.per_run[best], strict=True)
+        if o.risk or o.rejected
+    ]
+    first = done[0].run
+    hard_limit, budget = run_window(first)
+    params = dataclasses.replace(POLICIES[view.policy].Params(), **view.setting)
+    view.snippets = export(view.policy, ExportContext(params, budget, hard_limit, first.model))
+    return view
+
+
+def frontier_figure(view: MechanismView) -> dict[str, Any]:
+    """Every setting with no request over the limit as a point (dollars across, risk
+    up), the frontier joined, the recommended setting and the runs as they ran marked."""
+    found = view.search
+    if found is None:
+        return {"data": [], "layout": {}}
+    feasible = found.feasible()
+
+    def label(setting: dict[str, Any]) -> str:
+        return ", ".join(f"{k}={v}" for k, v in setting.items())
+
+    data: list[dict[str, Any]] = [
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "settings",
+            "x": [round(found.totals[p].cost, 4) for p in feasible],
+            "y": [found.totals[p].risk for p in feasible],
+            "text": [label(found.setting(p)) for p in feasible],
+            "marker": {"color": "#767676", "size": 6},
+            "hovertemplate": "%{text}<br>$%{x:.2f}, risk %{y}<extra></extra>",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "frontier",
+            "x": [round(o.cost, 4) for _, o in view.frontier],
+            "y": [o.risk for _, o in view.frontier],
+            "text": [label(s) for s, _ in view.frontier],
+            "line": {"color": "#2C7FB8"},
+            "hovertemplate": "%{text}<br>$%{x:.2f}, risk %{y}<extra>frontier</extra>",
+        },
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "as it ran (simulated)",
+            "x": [round(view.current.cost, 4)],
+            "y": [view.current.risk],
+            "marker": {"color": "#000000", "size": 11, "symbol": "x"},
+            "hovertemplate": "as it ran: $%{x:.2f}, risk %{y}<extra></extra>",
+        },
+    ]
+    if view.chosen is not None and view.setting is not None:
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "recommended",
+                "x": [round(view.chosen.cost, 4)],
+                "y": [view.chosen.risk],
+                "text": [label(view.setting)],
+                "marker": {"color": "#008060", "size": 14, "symbol": "star"},
+                "hovertemplate": "recommended: %{text}<br>$%{x:.2f}, risk %{y}<extra></extra>",
+            }
+        )
+    return {
+        "data": data,
+        "layout": {
+            "margin": {"l": 50, "r": 10, "t": 10, "b": 40},
+            "xaxis": {"title": {"text": "cost of the runs ($)"}, "rangemode": "tozero"},
+            "yaxis": {"title": {"text": "risk (results asked for again)"}, "rangemode": "tozero"},
+            "legend": {"orientation": "h", "y": -0.25},
+            "plot_bgcolor": "#FFFFFF",
+            "paper_bgcolor": "#FFFFFF",
+        },
+    }
