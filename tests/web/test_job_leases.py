@@ -337,3 +337,22 @@ def test_a_staged_run_gets_every_estimators_skeleton_equal_to_one_built_from_the
     CACHE.clear()
     rebuilt = json.loads(json.dumps(skeleton.to_dict(skeleton_of(staged, "o200k"))))
     assert rebuilt == stored["o200k"]
+
+
+def test_a_tuning_cell_whose_worker_is_lost_is_searched_again_then_failed(alice, fleet, settings):
+    from webapp.models import Tuning, TuningCell
+    from webapp.tuning import services as tunings
+
+    Run.objects.filter(pk=fleet[0].pk).update(format="claude-code")
+    run = Run.objects.get(pk=fleet[0].pk)
+    tuning = tunings.create_tuning(alice, [run], estimator="chars4", only=["auto-compact"])
+    (cell,) = TuningCell.objects.filter(tuning=tuning)
+    assert jobs.claim(TuningCell, cell.pk) == 1  # a worker takes it, then is lost
+    found = jobs.reap(queue_empty=False, now=_later(settings.JOB_LEASE_SECONDS + 1))
+    assert found.tuning_cells == [cell.pk]  # sent to the workers again
+    assert jobs.claim(TuningCell, cell.pk) == 2
+    settings.JOB_ATTEMPTS = 2
+    found = jobs.reap(queue_empty=False, now=_later(2 * settings.JOB_LEASE_SECONDS + 2))
+    assert found.failed == 1
+    assert TuningCell.objects.get(pk=cell.pk).error.startswith("worker lost")
+    assert Tuning.objects.get(pk=tuning.pk).finished is not None
