@@ -131,3 +131,43 @@ def test_the_tune_command_prints_what_the_page_shows(alice, monkeypatch, capsys,
         call_command("tune", *args, "--mechanism=nothing")
     with pytest.raises(CommandError, match="no run given"):
         call_command("tune", "--owner=alice")
+
+
+def test_a_run_at_risk_opens_the_step_where_it_asks_again(alice):
+    import json
+
+    from webapp.tuning.reads import MechanismView, _step_link
+
+    messages = [{"role": "user", "content": "start"}]
+    for n in range(8):
+        args = '{"file": 0}' if n == 7 else f'{{"file": {n}}}'  # the last asks the first again
+        call = {"type": "tool_call", "id": f"c{n}", "name": "Read", "arguments": args}
+        messages.append(
+            {"role": "assistant", "content": [call], "usage": {"input_tokens": 1000 + 2000 * n}}
+        )
+        messages.append(
+            {
+                "role": "tool",
+                "content": [{"type": "tool_result", "call_id": f"c{n}", "text": "x" * 8000}],
+            }
+        )
+    messages.append({"role": "assistant", "content": "done"})
+    document = {
+        "contextsim": 1,
+        "runs": [
+            {
+                "title": "asks again",
+                "format": "claude-code",
+                "context_window": 200_000,
+                "messages": messages,
+            }
+        ],
+    }
+    import_bytes(alice, "again.json", json.dumps(document).encode())
+    run = Run.objects.get(owner=alice)
+    view = MechanismView("clear-tool-uses", "", "anthropic_clear_tool_uses", 200_000, 1)
+    link = _step_link(run, view, "policy=anthropic_clear_tool_uses&trigger=5000&keep=1", ESTIMATOR)
+    # The request that makes the repeated call: its response is the 8th assistant message.
+    assert link.startswith(f"/runs/{run.public_id}/steps/7/?policy=anthropic_clear_tool_uses")
+    kept = _step_link(run, view, "policy=anthropic_clear_tool_uses&trigger=190000", ESTIMATOR)
+    assert "/steps/" not in kept

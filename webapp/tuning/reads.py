@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.models import User
 from django.db.models import Count, Q
-from django.http import Http404
+from django.http import Http404, QueryDict
 
 from contextsim.analysis.tuning import (
     NOTHING,
@@ -21,12 +21,15 @@ from contextsim.analysis.tuning import (
     combined,
     dimensions_of,
     outcome_of,
+    removed_then_asked,
 )
 from contextsim.analysis.tuning import (
     Tuning as Search,
 )
 from contextsim.registry import POLICIES, export
 from contextsim.systems.exporting import ExportContext, Snippet
+from webapp.dashboard.analysis import analyse
+from webapp.dashboard.state import BadQuery, defaults_for, read_state
 from webapp.models import Run, Tuning, TuningCell
 from webapp.tuning.services import CANCELLED, run_window
 
@@ -119,10 +122,36 @@ def mechanism_views(tuning: Tuning) -> list[MechanismView]:
     by_name: dict[str, list[TuningCell]] = {}
     for cell in cells:
         by_name.setdefault(cell.mechanism, []).append(cell)
-    return [_view(name, space, by_name.get(name, [])) for name, space in tuning.spaces.items()]
+    return [
+        _view(name, space, by_name.get(name, []), tuning.estimator)
+        for name, space in tuning.spaces.items()
+    ]
 
 
-def _view(name: str, space: dict[str, Any], cells: list[TuningCell]) -> MechanismView:
+MAX_AT_RISK = 30
+"""Runs at risk listed (each is simulated again to find its step)."""
+
+
+def _step_link(run: Run, view: MechanismView, query: str, estimator: str) -> str:
+    """The first step where the setting sends a request over the limit or removes what
+    the agent asks for again, opened in the step inspector under the setting; the run's
+    page when none is found."""
+    state = read_state(
+        QueryDict(f"{query}&estimator={estimator}"),
+        defaults=defaults_for(run.model, run.context_window),
+    )
+    try:
+        sim = analyse(run, state, alone=True).main
+    except BadQuery:
+        return f"/runs/{run.public_id}/?{query}"
+    steps = [r.step for r in sim.records if r.rejected] + [s for s, _ in removed_then_asked(sim)]
+    where = f"steps/{min(steps)}/" if steps else ""
+    return f"/runs/{run.public_id}/{where}?{query}&estimator={estimator}"
+
+
+def _view(
+    name: str, space: dict[str, Any], cells: list[TuningCell], estimator: str
+) -> MechanismView:
     view = MechanismView(
         name, space["label"], space["policy"], int(space["window"]), runs=len(cells)
     )
@@ -148,10 +177,10 @@ def _view(name: str, space: dict[str, Any], cells: list[TuningCell]) -> Mechanis
     view.chosen = found.totals[best]
     query = urlencode({"policy": view.policy, **view.setting})
     view.at_risk = [
-        AtRisk(c.run, o, f"/runs/{c.run.public_id}/?{query}")
+        AtRisk(c.run, o, _step_link(c.run, view, query, estimator))
         for c, o in zip(done, found.per_run[best], strict=True)
         if o.risk or o.rejected
-    ]
+    ][:MAX_AT_RISK]
     first = done[0].run
     hard_limit, budget = run_window(first)
     params = dataclasses.replace(POLICIES[view.policy].Params(), **view.setting)
