@@ -223,9 +223,13 @@ class Tuning:
 
     def frontier(self) -> list[Point]:
         """The feasible points no other feasible point beats on both cost and risk
-        (less of one, no more of the other), cheapest first."""
+        (less of one, no more of the other), cheapest first. Of points that do the same,
+        the one of the largest values stands for them (the least intervention: a higher
+        threshold, more kept), so that runs no setting changes get the setting that
+        changes least."""
         points = sorted(
-            self.feasible(), key=lambda p: (self.totals[p].cost, self.totals[p].risk, p)
+            self.feasible(),
+            key=lambda p: (self.totals[p].cost, self.totals[p].risk, tuple(-i for i in p)),
         )
         out: list[Point] = []
         for p in points:
@@ -235,7 +239,7 @@ class Tuning:
 
     def recommended(self) -> Point | None:
         """The cheapest feasible point of the least risk (None when every point sends a
-        request over the limit); equal costs go to the earliest point."""
+        request over the limit); of equals, the one of the largest values (frontier)."""
         front = self.frontier()
         return front[-1] if front else None
 

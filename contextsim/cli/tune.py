@@ -150,6 +150,12 @@ def report(
     if best is None:
         out["why_none"] = "every setting sends a request over the model's limit"
         return out
+    if found.totals[best].cost >= base.current.cost:
+        out["why_none"] = (
+            "no setting of it costs less than the runs as they ran "
+            f"(the cheapest: {found.setting(best)}, ${found.totals[best].cost:.4f})"
+        )
+        return out
     chosen = found.totals[best]
     setting = found.setting(best)
     first = prepared[0]

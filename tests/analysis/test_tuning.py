@@ -155,3 +155,13 @@ def test_risk_is_a_repeated_call_whose_earlier_result_was_removed():
     assert message == 2  # the first result
     assert sk.responses[step] == last  # the request that made the repeated call
     assert outcome(cleared).risk == 1 and outcome(kept).risk == 0
+
+
+def test_of_settings_that_change_nothing_the_least_intervention_is_recommended():
+    # Short runs: no threshold of the grid is ever reached, so every setting costs the
+    # same; the recommendation is the highest threshold (it changes least).
+    built = [tool_run([500, 600, 700], [])]
+    space = [Dimension("threshold", (50_000, 80_000, 120_000))]
+    found = search(1, space, evaluator(built, "claude_code_auto_compact", hard_limit=200_000))
+    assert len({o.cost for o in found.totals.values()}) == 1
+    assert found.setting(found.recommended()) == {"threshold": 120_000}

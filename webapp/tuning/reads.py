@@ -82,6 +82,9 @@ class MechanismView:
     at_risk: list[AtRisk] = field(default_factory=list)
     snippets: tuple[Snippet, ...] = ()
     infeasible: int = 0
+    no_better: dict[str, Any] | None = None
+    """The cheapest feasible setting when it costs no less than the runs as they ran
+    (then nothing is recommended)."""
 
     @property
     def saved(self) -> float:
@@ -172,6 +175,9 @@ def _view(
     view.frontier = [(found.setting(p), found.totals[p]) for p in found.frontier()]
     best = found.recommended()
     if best is None:
+        return view
+    if found.totals[best].cost >= view.current.cost:
+        view.no_better = found.setting(best)
         return view
     view.setting = found.setting(best)
     view.chosen = found.totals[best]

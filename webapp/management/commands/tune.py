@@ -60,6 +60,9 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps([_as_json(v) for v in views], indent=1))
             return
         for v in views:
+            if v.no_better is not None:
+                self.stdout.write(f"{v.label}: no setting costs less than the runs as they ran")
+                continue
             if v.chosen is None or v.setting is None:
                 self.stdout.write(f"{v.label}: no setting keeps every run within its limit")
                 continue
