@@ -98,7 +98,7 @@ def test_cancelling_stops_what_was_not_started_and_it_is_private(
     tuning = services.create_tuning(alice, [main], estimator=ESTIMATOR, only=["auto-compact"])
     assert alice_client.post(f"/tunings/{tuning.public_id}/cancel/").status_code == 302
     (cell,) = TuningCell.objects.filter(tuning=tuning)
-    assert cell.status == TuningCell.Status.FAILED and cell.error == services.CANCELLED
+    assert cell.status == TuningCell.Status.FAILED and cell.error == reads.CANCELLED
     tuning.refresh_from_db()
     assert tuning.cancelled is not None and tuning.finished is not None
     _searched(tuning)  # a task delivered after the cancel changes nothing

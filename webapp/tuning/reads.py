@@ -31,7 +31,15 @@ from contextsim.systems.exporting import ExportContext, Snippet
 from webapp.dashboard.analysis import analyse
 from webapp.dashboard.state import BadQuery, defaults_for, read_state
 from webapp.models import Run, Tuning, TuningCell
-from webapp.tuning.services import CANCELLED, run_window
+
+CANCELLED = "cancelled"
+"""The error of a cell cancelled before a worker took it."""
+
+
+def run_window(run: Run) -> tuple[int, int]:
+    """(hard limit, budget) of the run as its dashboard's defaults give them."""
+    found = defaults_for(run.model, run.context_window)
+    return int(found["hard_limit"]), int(found["budget"])
 
 
 @dataclass(frozen=True, slots=True)

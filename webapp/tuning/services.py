@@ -28,21 +28,14 @@ from contextsim.analysis.tuning import (
 from contextsim.engine.simulate import REPLAY, simulate
 from contextsim.registry import POLICIES, mechanisms, own_trigger
 from webapp.dashboard.analysis import run_prices, run_reconciliation
-from webapp.dashboard.state import defaults_for
 from webapp.estimators.reads import estimators_for
 from webapp.jobs import services as jobs
 from webapp.models import Run, Tuning, TuningCell
 from webapp.store.reads import skeleton_of
+from webapp.tuning.reads import CANCELLED, run_window
 
 OPEN = (TuningCell.Status.QUEUED, TuningCell.Status.RUNNING)
-CANCELLED = "cancelled"
 logger = logging.getLogger(__name__)
-
-
-def run_window(run: Run) -> tuple[int, int]:
-    """(hard limit, budget) of the run as its dashboard's defaults give them."""
-    found = defaults_for(run.model, run.context_window)
-    return int(found["hard_limit"]), int(found["budget"])
 
 
 @transaction.atomic
