@@ -26,6 +26,7 @@ from contextsim.systems.exporting import ExportContext, Exporter, Snippet
 from contextsim.systems.manifest import System
 
 __all__ = [
+    "EVERY_MECHANISM",
     "EXPORTERS",
     "IMPORTERS",
     "MECHANISMS",
@@ -174,23 +175,43 @@ def own_trigger(format_name: str) -> Policy | None:
 
 
 def _mechanisms() -> dict[str, tuple[Mechanism, ...]]:
-    own: dict[str, tuple[Mechanism, ...]] = {}
+    systems = manifests()
     apis: dict[str, tuple[Mechanism, ...]] = {}
-    for package, system in manifests():
-        found = tuple(_part(package, system.mechanisms)) if system.mechanisms else ()
-        if system.api_of is not None:
-            apis[system.api_of] = apis.get(system.api_of, ()) + found
+    for package, system in systems:
+        if system.api_of is not None and system.mechanisms:
+            apis[system.api_of] = apis.get(system.api_of, ()) + tuple(
+                _part(package, system.mechanisms)
+            )
+    out: dict[str, tuple[Mechanism, ...]] = {}
+    for package, system in systems:
+        mine = tuple(_part(package, system.mechanisms)) if system.mechanisms else ()
+        names = {m.name for m in mine}
+        extra = apis.get(system.uses_api, ()) if system.uses_api else ()
+        found = mine + tuple(m for m in extra if m.name not in names)
         for path in system.importers:
-            own[_part(package, path).name] = found
-    return {
-        name: mine + tuple(m for m in apis.get(PROVIDERS[name], ()) if m not in mine)
-        for name, mine in own.items()
-    }
+            out[_part(package, path).name] = found
+    return out
 
 
 MECHANISMS: Mapping[str, tuple[Mechanism, ...]] = Registry(_mechanisms)
 """Format name -> the context mechanisms its runs' users can set: its system's own,
-then those of its provider's API (contextsim.analysis.tuning)."""
+then those of the API it calls with its user's settings, when it says so
+(System.uses_api; contextsim.analysis.tuning)."""
+
+
+def _every_mechanism() -> dict[str, Mechanism]:
+    found: dict[str, Mechanism] = {}
+    for package, system in manifests():
+        for m in _part(package, system.mechanisms) if system.mechanisms else ():
+            if m.name in found:
+                raise ValueError(f"{package}: mechanism {m.name!r} is declared twice")
+            found[m.name] = m
+    return found
+
+
+EVERY_MECHANISM: Mapping[str, Mechanism] = Registry(_every_mechanism)
+"""Mechanism name -> the mechanism, whatever system declares it (names are unique):
+what a person may ask for by name on any run."""
 
 
 def mechanisms(format_name: str) -> tuple[Mechanism, ...]:

@@ -36,7 +36,14 @@ from contextsim.engine.simulate import REPLAY, reconciliation, simulate
 from contextsim.ingest.base import FormatError
 from contextsim.ingest.captures import FORMAT as CAPTURED
 from contextsim.model import Run
-from contextsim.registry import POLICIES, PROVIDERS, export, mechanisms, own_trigger
+from contextsim.registry import (
+    EVERY_MECHANISM,
+    POLICIES,
+    PROVIDERS,
+    export,
+    mechanisms,
+    own_trigger,
+)
 from contextsim.systems.exporting import ExportContext
 from contextsim.truth.compaction_points import compaction_points, requests_of
 from contextsim.truth.costs import PRESETS, Prices
@@ -188,7 +195,10 @@ def add_to(sub: Any) -> None:
     cmd.add_argument("paths", nargs="+", metavar="LOG", help="log files")
     cmd.add_argument("--format", help="the logs' format (default: detected)")
     cmd.add_argument(
-        "--mechanism", action="append", default=[], help="only these mechanisms (repeatable)"
+        "--mechanism",
+        action="append",
+        default=[],
+        help="these mechanisms, on every run (repeatable; default: each run's agent's own)",
     )
     cmd.add_argument("--estimator", default=DEFAULT, help=f"token estimator (default {DEFAULT})")
     cmd.add_argument("--json", action="store_true", help="print JSON")
@@ -207,15 +217,21 @@ def tune(args: argparse.Namespace) -> int:
             print(f"warning: {warning}", file=sys.stderr)
         runs += loaded
     tuned = [r for r in runs if not r.compaction_request]
+    unknown = [m for m in args.mechanism if m not in EVERY_MECHANISM]
+    if unknown:
+        known = ", ".join(EVERY_MECHANISM)
+        print(f"error: --mechanism: unknown {', '.join(unknown)}; known: {known}", file=sys.stderr)
+        return 2
     by_mechanism: dict[str, tuple[Mechanism, list[Run]]] = {}
     for run in tuned:
-        for m in mechanisms(run.format):
-            if args.mechanism and m.name not in args.mechanism:
-                continue
-            by_mechanism.setdefault(f"{m.policy}", (m, []))[1].append(run)
+        # Asked for by name, a mechanism is tried on every run; else each run's own.
+        offered = [EVERY_MECHANISM[m] for m in args.mechanism] or mechanisms(run.format)
+        for m in offered:
+            by_mechanism.setdefault(m.name, (m, []))[1].append(run)
     if not by_mechanism:
-        asked = ", ".join(args.mechanism) or "any"
-        print(f"error: no run here can use {asked} mechanism", file=sys.stderr)
+        print(
+            "error: no run here can use any mechanism: name one with --mechanism", file=sys.stderr
+        )
         return 2
     out = []
     for mechanism, chosen in by_mechanism.values():

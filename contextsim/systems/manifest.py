@@ -19,7 +19,8 @@ class System:
     Exporter; `provider` whose list prices its runs fall back to when their model's
     are unknown; `mechanisms` the context mechanisms its users can set
     (contextsim.analysis.tuning.Mechanism, a tuple); `api_of` the provider whose API
-    it is, when it is one (its mechanisms then serve every system of that provider)."""
+    it is, when it is one; `uses_api` the provider whose API the agent calls with
+    settings of its user's (that API's mechanisms are offered for its runs too)."""
 
     label: str
     importers: tuple[str, ...] = ()
@@ -28,3 +29,4 @@ class System:
     provider: Literal["anthropic", "openai"] = "anthropic"
     mechanisms: str | None = None
     api_of: Literal["anthropic", "openai"] | None = None
+    uses_api: Literal["anthropic", "openai"] | None = None

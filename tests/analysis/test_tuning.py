@@ -23,8 +23,16 @@ from contextsim.counting.builder import build
 from contextsim.counting.estimators import ESTIMATORS
 from contextsim.engine.simulate import simulate
 from contextsim.ingest.detect import parse_path
-from contextsim.model import Message, Run, TextPart, ToolCallPart, ToolResultPart, Usage
-from contextsim.registry import POLICIES
+from contextsim.model import (
+    Message,
+    Run,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from contextsim.registry import EVERY_MECHANISM, POLICIES
 from contextsim.truth.costs import PRESETS
 from tests.conftest import corpus_files
 
@@ -165,3 +173,34 @@ def test_of_settings_that_change_nothing_the_least_intervention_is_recommended()
     found = search(1, space, evaluator(built, "claude_code_auto_compact", hard_limit=200_000))
     assert len({o.cost for o in found.totals.values()}) == 1
     assert found.setting(found.recommended()) == {"threshold": 120_000}
+
+
+def turns_run(turns: int, calls: int, size: int) -> Run:
+    """User turns of tool calls, each result `size` characters, some calls repeated."""
+    messages: list[Message] = [Message("system", (TextPart("You are an agent. " * 20),))]
+    n = 0
+    for t in range(turns):
+        messages.append(Message("user", (TextPart(f"turn {t} " * 40),)))
+        for c in range(calls):
+            call = ToolCallPart(f"c{n}", "Read", f'{{"file": {(n * 7) % 11}}}')
+            thought = ThinkingPart("weighing the next file to read " * 30)
+            messages.append(Message("assistant", (thought, call)))
+            messages.append(Message("tool", (ToolResultPart(f"c{n}", "y" * (size + 97 * c)),)))
+            n += 1
+        messages.append(Message("assistant", (TextPart(f"done {t}"),)))
+    return Run("turns", tuple(messages))
+
+
+@pytest.mark.parametrize("name", sorted(EVERY_MECHANISM))
+def test_every_mechanism_searched_agrees_with_its_grid(name):
+    """Each declared mechanism's ordered parameters keep the search's assumption on
+    runs of several turns (else the parameter must be declared a choice)."""
+    mechanism = EVERY_MECHANISM[name]
+    window = 50_000
+    built = [turns_run(4, 6, 9_000), turns_run(2, 12, 6_000)]
+    evaluate = evaluator(built, mechanism.policy, hard_limit=window)
+    space = mechanism.space(window)
+    found = search(len(built), space, evaluate)
+    every = exhaustive(len(built), space, evaluate)
+    assert found.totals == every.totals
+    assert found.recommended() == every.recommended()

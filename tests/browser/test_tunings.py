@@ -26,7 +26,7 @@ def test_the_tuning_page_draws_its_frontiers(page, chromium, axe_source, path):
     import_bytes(owner, path.name, path.read_bytes())
     main = Run.objects.get(owner=owner, compaction_request=False, subagent=False)
     tuning = services.create_tuning(
-        owner, [main], estimator="chars4", only=["auto-compact", "clear-tool-uses"]
+        owner, [main], estimator="chars4", only=["claude-code-auto-compact", "clear-tool-uses"]
     )
     services.run_cells(list(tuning.cells.values_list("pk", flat=True)))
     for width in (1280, 390):
@@ -35,7 +35,7 @@ def test_the_tuning_page_draws_its_frontiers(page, chromium, axe_source, path):
         shown.set_default_timeout(15_000)
         try:
             shown.goto(f"{page.base}/tunings/{tuning.public_id}/")
-            for name in ("auto-compact", "clear-tool-uses"):
+            for name in ("claude-code-auto-compact", "clear-tool-uses"):
                 wait_until(
                     shown, f"document.querySelector('[data-figure=frontier-{name}]').dataset.drawn"
                 )
@@ -43,7 +43,10 @@ def test_the_tuning_page_draws_its_frontiers(page, chromium, axe_source, path):
                 # setting is on the page.
                 legend = shown.locator(f"#mechanism-{name} .legend").text_content() or ""
                 assert "recommended" in legend
-            assert shown.locator("#mechanism-auto-compact").get_by_text("window=").count() >= 1
+            assert (
+                shown.locator("#mechanism-claude-code-auto-compact").get_by_text("window=").count()
+                >= 1
+            )
             wide = shown.evaluate("() => document.documentElement.scrollWidth")
             assert wide <= width + 1, f"the page is {wide} px wide at {width}"
             assert axe_violations(shown, axe_source) == []

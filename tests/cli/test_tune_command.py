@@ -31,7 +31,7 @@ def test_the_recommendation_is_what_simulate_says_of_it(path):
     code, out, err = _run("tune", str(path), "--estimator", ESTIMATOR, "--json")
     assert code == 0, err
     found = {m["mechanism"]: m for m in json.loads(out)["mechanisms"]}
-    assert {"auto-compact", "clear-tool-uses", "clear-thinking"} <= set(found)
+    assert {"claude-code-auto-compact", "clear-tool-uses", "clear-thinking"} <= set(found)
     for name, item in found.items():
         logged = _simulate(path, "as_logged", {})
         assert item["as_logged"]["cost"] == pytest.approx(sum(s["cost"] for s in logged), abs=1e-5)
@@ -61,7 +61,7 @@ def test_the_recommendation_is_what_simulate_says_of_it(path):
         assert best["saved"] == pytest.approx(item["current"]["cost"] - best["cost"])
         assert item["simulations"] <= item["grid_simulations"]
         assert best["configuration"], name  # the real system's setting
-    assert found["auto-compact"]["recommended"] is not None
+    assert found["claude-code-auto-compact"]["recommended"] is not None
 
 
 def _simulate(path, policy: str, setting: dict) -> list[dict]:
@@ -75,7 +75,9 @@ def _simulate(path, policy: str, setting: dict) -> list[dict]:
 
 @pytest.mark.parametrize("path", SESSIONS)
 def test_the_text_says_the_setting_its_saving_and_the_caveat(path):
-    code, out, _ = _run("tune", str(path), "--estimator", ESTIMATOR, "--mechanism", "auto-compact")
+    code, out, _ = _run(
+        "tune", str(path), "--estimator", ESTIMATOR, "--mechanism", "claude-code-auto-compact"
+    )
     assert code == 0
     assert "recommended: window=" in out and "saves $" in out
     assert "CLAUDE_CODE_AUTO_COMPACT_WINDOW=" in out
@@ -85,5 +87,12 @@ def test_the_text_says_the_setting_its_saving_and_the_caveat(path):
 def test_a_mechanism_no_run_can_use_is_named(tmp_path):
     log = tmp_path / "run.json"
     log.write_text(json.dumps({"contextsim": 1, "runs": [{"title": "t", "messages": []}]}))
+    code, _, err = _run("tune", str(log))
+    assert code == 2 and "no run here can use any mechanism" in err
     code, _, err = _run("tune", str(log), "--mechanism", "auto-compact")
-    assert code == 2 and "no run here can use auto-compact" in err
+    assert code == 2 and "--mechanism: unknown auto-compact; known: claude-code-auto-compact" in err
+    # Asked for by name, a mechanism is tried on any run.
+    code, out, err = _run("tune", str(log), "--mechanism", "codex-auto-compact", "--json")
+    assert code == 0, err
+    (item,) = json.loads(out)["mechanisms"]
+    assert item["mechanism"] == "codex-auto-compact" and item["runs"] == ["t"]

@@ -345,7 +345,9 @@ def test_a_tuning_cell_whose_worker_is_lost_is_searched_again_then_failed(alice,
 
     Run.objects.filter(pk=fleet[0].pk).update(format="claude-code")
     run = Run.objects.get(pk=fleet[0].pk)
-    tuning = tunings.create_tuning(alice, [run], estimator="chars4", only=["auto-compact"])
+    tuning = tunings.create_tuning(
+        alice, [run], estimator="chars4", only=["claude-code-auto-compact"]
+    )
     (cell,) = TuningCell.objects.filter(tuning=tuning)
     assert jobs.claim(TuningCell, cell.pk) == 1  # a worker takes it, then is lost
     found = jobs.reap(queue_empty=False, now=_later(settings.JOB_LEASE_SECONDS + 1))

@@ -40,11 +40,11 @@ def test_the_recommendation_costs_what_the_dashboard_says(alice, alice_client, p
     import_bytes(alice, path.name, path.read_bytes())
     main = Run.objects.get(owner=alice, compaction_request=False, subagent=False)
     tuning = services.create_tuning(alice, [main], estimator=ESTIMATOR)
-    assert set(tuning.spaces) == {"auto-compact", "clear-tool-uses", "clear-thinking"}
+    assert set(tuning.spaces) == {"claude-code-auto-compact", "clear-tool-uses", "clear-thinking"}
     _searched(tuning)
     assert reads.progress(tuning).finished
     views = {v.name: v for v in reads.mechanism_views(tuning)}
-    compact = views["auto-compact"]
+    compact = views["claude-code-auto-compact"]
     assert compact.chosen is not None and compact.chosen.rejected == 0
     setting = "&".join(f"{k}={v}" for k, v in compact.setting.items())
     assert compact.chosen.cost == pytest.approx(
@@ -71,14 +71,22 @@ def test_the_form_offers_the_runs_mechanisms_and_starts_a_tuning(alice, alice_cl
     main = Run.objects.get(owner=alice, compaction_request=False, subagent=False)
     form = alice_client.get("/tunings/new/", {"run": main.public_id})
     assert form.status_code == 200
-    assert set(form.context["offered"]) == {"auto-compact", "clear-tool-uses", "clear-thinking"}
+    assert set(form.context["offered"]) == {
+        "claude-code-auto-compact",
+        "clear-tool-uses",
+        "clear-thinking",
+    }
     started = alice_client.post(
         "/tunings/new/",
-        {"run": [main.public_id], "mechanism": ["auto-compact"], "estimator": ESTIMATOR},
+        {
+            "run": [main.public_id],
+            "mechanism": ["claude-code-auto-compact"],
+            "estimator": ESTIMATOR,
+        },
     )
     assert started.status_code == 302
     tuning = Tuning.objects.get(owner=alice)
-    assert list(tuning.spaces) == ["auto-compact"]
+    assert list(tuning.spaces) == ["claude-code-auto-compact"]
     assert tuning.cells.count() == 1
     refused = alice_client.post("/tunings/new/", {"run": [main.public_id], "estimator": ESTIMATOR})
     assert (
@@ -95,7 +103,9 @@ def test_cancelling_stops_what_was_not_started_and_it_is_private(
 ):
     import_bytes(alice, path.name, path.read_bytes())
     main = Run.objects.get(owner=alice, compaction_request=False, subagent=False)
-    tuning = services.create_tuning(alice, [main], estimator=ESTIMATOR, only=["auto-compact"])
+    tuning = services.create_tuning(
+        alice, [main], estimator=ESTIMATOR, only=["claude-code-auto-compact"]
+    )
     assert alice_client.post(f"/tunings/{tuning.public_id}/cancel/").status_code == 302
     (cell,) = TuningCell.objects.filter(tuning=tuning)
     assert cell.status == TuningCell.Status.FAILED and cell.error == reads.CANCELLED
@@ -121,7 +131,7 @@ def test_the_tune_command_prints_what_the_page_shows(alice, monkeypatch, capsys,
         lambda t: services.run_cells(list(t.cells.values_list("pk", flat=True))),
     )
     args = [f"--run={main.public_id}", "--owner=alice", f"--estimator={ESTIMATOR}"]
-    call_command("tune", *args, "--mechanism=auto-compact", "--wait", "--json")
+    call_command("tune", *args, "--mechanism=claude-code-auto-compact", "--wait", "--json")
     (said,) = json.loads(capsys.readouterr().out)
     (view,) = reads.mechanism_views(Tuning.objects.get())
     assert said["recommended"]["setting"] == view.setting

@@ -6,4 +6,5 @@ SYSTEM = System(
     label="Google ADK",
     policies=("policies:AdkPolicy",),
     exports="export:EXPORTS",
+    mechanisms="tuning:MECHANISMS",
 )

@@ -10,4 +10,5 @@ SYSTEM = System(
     policies=("policies:ClaudeCodePolicy", "microcompact:MicrocompactPolicy"),
     exports="export:EXPORTS",
     mechanisms="tuning:MECHANISMS",
+    uses_api="anthropic",
 )

@@ -21,7 +21,7 @@ def _auto_compact(window: int) -> tuple[Dimension, ...]:
 
 MECHANISMS = (
     Mechanism(
-        "auto-compact",
+        "claude-code-auto-compact",
         "Claude Code's auto-compact window (CLAUDE_CODE_AUTO_COMPACT_WINDOW)",
         "claude_code_auto_compact",
         _auto_compact,

@@ -12,7 +12,7 @@ def _auto_compact(window: int) -> tuple[Dimension, ...]:
 
 MECHANISMS = (
     Mechanism(
-        "auto-compact",
+        "codex-auto-compact",
         "Codex's model_auto_compact_token_limit",
         "codex_auto_compact",
         _auto_compact,

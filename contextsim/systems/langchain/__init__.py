@@ -14,4 +14,5 @@ SYSTEM = System(
         "summarization:LangChainSummaryPolicy",
     ),
     exports="export:EXPORTS",
+    mechanisms="tuning:MECHANISMS",
 )

@@ -7,4 +7,5 @@ SYSTEM = System(
     label="Letta",
     policies=("policies:LettaSummarizerPolicy", "policies:LettaSlidingPolicy"),
     exports="export:EXPORTS",
+    mechanisms="tuning:MECHANISMS",
 )

@@ -14,4 +14,6 @@ SYSTEM = System(
     ),
     exports="export:EXPORTS",
     provider="openai",
+    mechanisms="tuning:MECHANISMS",
+    api_of="openai",
 )

@@ -12,4 +12,5 @@ SYSTEM = System(
         "policies:SummarizingPolicy",
     ),
     exports="export:EXPORTS",
+    mechanisms="tuning:MECHANISMS",
 )

@@ -1,0 +1,34 @@
+"""What a user of OpenAI's Responses API (or the Agents SDK) can tune: server-side
+compaction's `compact_threshold`, from 40% to 95% of the window; and the Agents SDK's
+tool-output trimmer (the recent turns left whole, the longest output kept)."""
+
+from __future__ import annotations
+
+from contextsim.analysis.tuning import Dimension, Mechanism, share_steps
+
+
+def _compaction(window: int) -> tuple[Dimension, ...]:
+    return (Dimension("compact_threshold", share_steps(window, 0.40, 0.95, 0.025)),)
+
+
+def _trimmer(window: int) -> tuple[Dimension, ...]:
+    return (
+        Dimension("recent_turns", (1, 2, 3, 4, 6, 8)),
+        Dimension("max_output_chars", (200, 500, 1_000, 2_000, 5_000, 10_000)),
+    )
+
+
+MECHANISMS = (
+    Mechanism(
+        "compaction",
+        "OpenAI Responses API compaction (compact_threshold)",
+        "openai_compaction",
+        _compaction,
+    ),
+    Mechanism(
+        "tool-output-trimmer",
+        "OpenAI Agents SDK ToolOutputTrimmer",
+        "openai_tool_output_trimmer",
+        _trimmer,
+    ),
+)
