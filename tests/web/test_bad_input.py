@@ -118,3 +118,29 @@ def test_a_mutated_append_is_applied_whole_or_refused_changing_nothing(alice, pa
     else:
         assert stored == run.message_count == 0
         assert response.json()["error"]
+
+
+def test_half_an_emoji_in_an_append_is_stored_replaced(alice):
+    """A lone surrogate (the body's JSON allows one; no database takes it) in a tool
+    call's arguments, found by the fuzz test on PostgreSQL: replaced by U+FFFD, as a
+    file's are."""
+    key = create_token(alice, "fuzz")[1]
+    client = Client()
+    auth = {"Authorization": f"Bearer {key}"}
+    created = client.post(
+        reverse("api-runs"), json.dumps(HEADER), content_type="application/json", headers=auth
+    )
+    run_id = created.json()["runs"][0]["id"]
+    call = {"type": "tool_call", "id": "c0", "name": "read", "arguments": "\ud800"}
+    body = {
+        "messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": [call]}]
+    }
+    response = client.post(
+        reverse("api-append", args=[run_id]),
+        json.dumps(body),
+        content_type="application/json",
+        headers=auth,
+    )
+    assert response.status_code == 200, response.content[:300]
+    stored = Message.objects.get(run__public_id=run_id, index=1)
+    assert stored.parts[0]["arguments"] == "\ufffd"

@@ -20,7 +20,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_ratelimit.core import is_ratelimited
 
-from contextsim.ingest.base import FormatError
+from contextsim.ingest.base import FormatError, without_lone_surrogates
 from contextsim.ingest.detect import parse_stream
 from contextsim.systems.native.format import parse_message
 from webapp.access.services.tokens import caller
@@ -74,8 +74,10 @@ def _run_of(owner: User, public_id: str) -> Run:
 
 
 def _json(request: HttpRequest) -> Any:
+    """The body's JSON, a lone surrogate (half an emoji, which no database takes)
+    replaced by U+FFFD wherever it is, as a file's are when it is read."""
     try:
-        return json.loads(request.body)
+        return without_lone_surrogates(json.loads(request.body))[0]
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ApiError(f"{BODY}: invalid JSON ({exc})") from None
     except (RecursionError, ValueError):
