@@ -237,6 +237,24 @@ print("overview_s", p95, "runs", len(page.context["total"].runs), "counted", whe
 """
 
 
+def _fresh_data(home: Path, data: Path) -> dict[str, str]:
+    """The environment of a `manage.py` with this home and a fresh SQLite database in
+    `data` (migrated, with the user `bench`), none of the caller's own folders."""
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "CONTEXTSIM_DATA_DIR": str(data),
+        "DJANGO_SETTINGS_MODULE": "webapp.settings",
+    }
+    for key in ("DATABASE_URL", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "CONTEXTSIM_WATCH"):
+        env.pop(key, None)
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "--verbosity=0"], cwd=ROOT, env=env, check=True)
+    make = "from django.contrib.auth.models import User; User.objects.create_user('bench')"
+    subprocess.run([*manage, "shell", "-c", make], cwd=ROOT, env=env, check=True)
+    return env
+
+
 def run() -> list[Figure]:
     sessions = int(os.environ.get("BENCH_HISTORY_SESSIONS", "400"))
     size = int(float(os.environ.get("BENCH_HISTORY_MB", "1000")) * MB)
@@ -245,27 +263,8 @@ def run() -> list[Figure]:
         home = work / "home"
         print(f"  writing {sessions} sessions, {size / MB:.0f} MB...", flush=True)
         written = write_history(home, sessions, size)
-        env = {
-            **os.environ,
-            "HOME": str(home),
-            "CONTEXTSIM_DATA_DIR": str(work / "data"),
-            "DJANGO_SETTINGS_MODULE": "webapp.settings",
-        }
-        for key in ("DATABASE_URL", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "CONTEXTSIM_WATCH"):
-            env.pop(key, None)
+        env = _fresh_data(home, work / "data")
         manage = [sys.executable, "manage.py"]
-        subprocess.run([*manage, "migrate", "--verbosity=0"], cwd=ROOT, env=env, check=True)
-        subprocess.run(
-            [
-                *manage,
-                "shell",
-                "-c",
-                "from django.contrib.auth.models import User; User.objects.create_user('bench')",
-            ],
-            cwd=ROOT,
-            env=env,
-            check=True,
-        )
         print("  watching...", flush=True)
         started = time.perf_counter()
         watch = subprocess.Popen(
@@ -336,18 +335,8 @@ def _many_runs(work: Path, runs: int) -> list[Figure]:
     home = work / "many"
     print(f"  writing {runs} small sessions...", flush=True)
     written = write_history(home, runs, runs * 20_000)
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "CONTEXTSIM_DATA_DIR": str(work / "many-data"),
-        "DJANGO_SETTINGS_MODULE": "webapp.settings",
-    }
-    for key in ("DATABASE_URL", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "CONTEXTSIM_WATCH"):
-        env.pop(key, None)
+    env = _fresh_data(home, work / "many-data")
     manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "--verbosity=0"], cwd=ROOT, env=env, check=True)
-    make = "from django.contrib.auth.models import User; User.objects.create_user('bench')"
-    subprocess.run([*manage, "shell", "-c", make], cwd=ROOT, env=env, check=True)
     started = time.perf_counter()
     subprocess.run(
         [*manage, "watch", "--owner", "bench", "--once"],

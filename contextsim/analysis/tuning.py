@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
-from contextsim.engine.simulate import Simulation
+from contextsim.engine.simulate import REPLAY, Simulation
 
 Point = tuple[int, ...]
 """A grid point: the index of each searched parameter's value."""
@@ -318,6 +318,45 @@ def _point(
     for k, v in zip(choices, fixed, strict=True):
         out[k] = v
     return tuple(out)
+
+
+Simulate = Callable[[str, Mapping[str, Any]], Simulation]
+"""Simulates one run under a policy (by name) with these parameter values ({}: its
+defaults), as every page of the run simulates it (its skeleton, fit, prices, limits)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunSearch:
+    """One run searched over a mechanism's grid: its Outcome at every point (grid
+    order), the simulations that took, and its Outcome as logged and under its own
+    policy (`current`, named `current_policy`) at that policy's own setting."""
+
+    points: tuple[Outcome, ...]
+    simulated: int
+    logged: Outcome
+    current: Outcome
+    current_policy: str
+
+
+def search_run(
+    simulated: Simulate, policy: str, dimensions: Sequence[Dimension], own_policy: str
+) -> RunSearch:
+    """`search` over one run, with its baselines: what the CLI and a worker's cell both
+    do, so their figures are the same. `own_policy`: the run's own compaction policy
+    (REPLAY when it has none)."""
+
+    def evaluate(n: int, values: Mapping[str, Any]) -> tuple[tuple[Any, ...], Outcome]:
+        sim = simulated(policy, dict(values))
+        return signature(sim), outcome(sim)
+
+    found = search(1, dimensions, evaluate)
+    return RunSearch(
+        tuple(found.per_run[p][0] for p in grid_points(dimensions)),
+        found.simulated,
+        outcome(simulated(REPLAY, {})),
+        outcome(simulated(own_policy, {})),
+        own_policy,
+    )
 
 
 def exhaustive(runs: int, dimensions: Sequence[Dimension], evaluate: Evaluate) -> Tuning:

@@ -16,7 +16,9 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from contextsim.analysis.report import load_runs
@@ -25,14 +27,13 @@ from contextsim.analysis.tuning import (
     Mechanism,
     Outcome,
     Tuning,
-    outcome,
-    search,
-    signature,
+    combined,
+    search_run,
 )
 from contextsim.counting.builder import build
 from contextsim.counting.estimators import DEFAULT, ESTIMATORS, Estimator
 from contextsim.counting.skeleton import Skeleton
-from contextsim.engine.simulate import REPLAY, reconciliation, simulate
+from contextsim.engine.simulate import REPLAY, Simulation, reconciliation, simulate
 from contextsim.ingest.base import FormatError
 from contextsim.ingest.captures import FORMAT as CAPTURED
 from contextsim.model import Run
@@ -80,7 +81,9 @@ def prepare(run: Run, runs: list[Run], estimator: Estimator) -> Prepared:
     return Prepared(run, sk, prices, hard_limit, budget, rec)
 
 
-def simulated(p: Prepared, policy: str, values: dict[str, Any], estimator: Estimator) -> Any:
+def simulated(
+    p: Prepared, policy: str, values: Mapping[str, Any], estimator: Estimator
+) -> Simulation:
     chosen = POLICIES[policy]
     params = dataclasses.replace(chosen.Params(), **values) if values else None
     return simulate(
@@ -111,24 +114,27 @@ class Baselines:
 def tune_mechanism(
     mechanism: Mechanism, prepared: list[Prepared], estimator: Estimator
 ) -> tuple[Tuning, Baselines]:
-    """The search over the runs, and its baselines."""
+    """Each run searched on its own (as a worker's cell searches it), the runs summed
+    per grid point, and the baselines."""
     window = min(p.hard_limit for p in prepared)
     dims = mechanism.space(window)
-
-    def evaluate(n: int, values: Any) -> tuple[tuple[Any, ...], Outcome]:
-        sim = simulated(prepared[n], mechanism.policy, dict(values), estimator)
-        return signature(sim), outcome(sim)
-
-    found = search(len(prepared), dims, evaluate)
-    logged = current = NOTHING
-    policies: list[str] = []
+    searched = []
     for p in prepared:
-        logged = logged + outcome(simulated(p, REPLAY, {}, estimator))
         own = own_trigger(p.run.format)
-        name = own.name if own is not None else REPLAY
-        policies.append(name)
-        current = current + outcome(simulated(p, name, {}, estimator))
-    return found, Baselines(logged, current, tuple(sorted(set(policies))))
+        searched.append(
+            search_run(
+                partial(simulated, p, estimator=estimator),
+                mechanism.policy,
+                dims,
+                own.name if own is not None else REPLAY,
+            )
+        )
+    found = combined(dims, [r.points for r in searched], sum(r.simulated for r in searched))
+    logged = current = NOTHING
+    for r in searched:
+        logged, current = logged + r.logged, current + r.current
+    policies = tuple(sorted({r.current_policy for r in searched}))
+    return found, Baselines(logged, current, policies)
 
 
 def report(

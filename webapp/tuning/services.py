@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -19,13 +19,10 @@ from contextsim.analysis.tuning import (
     Dimension,
     dimensions_of,
     figures_of,
-    grid_points,
-    outcome,
-    search,
-    signature,
+    search_run,
     stored_dimensions,
 )
-from contextsim.engine.simulate import REPLAY, simulate
+from contextsim.engine.simulate import REPLAY, Simulation, simulate
 from contextsim.registry import POLICIES, mechanisms, own_trigger
 from webapp.dashboard.analysis import run_prices, run_reconciliation
 from webapp.estimators.reads import estimators_for
@@ -167,7 +164,7 @@ def search_cell(cell: TuningCell) -> dict[str, Any]:
     prices = run_prices(run)
     hard_limit, budget = run_window(run)
 
-    def simulated(policy: str, values: dict[str, Any]) -> Any:
+    def simulated(policy: str, values: Mapping[str, Any]) -> Simulation:
         chosen = POLICIES[policy]
         params = dataclasses.replace(chosen.Params(), **values) if values else None
         return simulate(
@@ -181,17 +178,12 @@ def search_cell(cell: TuningCell) -> dict[str, Any]:
             reconcile=rec,
         )
 
-    def evaluate(n: int, values: Any) -> Any:
-        sim = simulated(space["policy"], dict(values))
-        return signature(sim), outcome(sim)
-
-    found = search(1, dims, evaluate)
     own = own_trigger(run.format)
-    current = own.name if own is not None else REPLAY
+    found = search_run(simulated, space["policy"], dims, own.name if own else REPLAY)
     return {
-        "points": [figures_of(found.per_run[p][0]) for p in grid_points(dims)],
+        "points": [figures_of(o) for o in found.points],
         "simulated": found.simulated,
-        "logged": figures_of(outcome(simulated(REPLAY, {}))),
-        "current": figures_of(outcome(simulated(current, {}))),
-        "current_policy": current,
+        "logged": figures_of(found.logged),
+        "current": figures_of(found.current),
+        "current_policy": found.current_policy,
     }
