@@ -2,28 +2,30 @@
 cost least without a request over the limit and without removing what the agent used
 again later (issue 35).
 
-The space is a grid: each searched parameter takes one of a few values. Exhaustively,
+The space is a grid: each searched parameter takes one of its values. Exhaustively,
 every run would be simulated at every point. The search instead relies on what the
-policies are made of: each decision a policy takes (compact now, clear this result,
-keep these messages) compares a size or a count of the run with a parameter, or with a
-quantity that moves one way as a parameter grows (a threshold, a number of messages
-kept, a fraction of the window). So along a trajectory of requests, if two settings take
-the same decisions, every setting between them (in each parameter, within the box the
-two span) takes the same ones too, and sends the same requests: the same plan at every
-step (engine.plan.Plan, which holds every token a policy adds) and the same sizes.
+policies are made of: a policy uses a numeric parameter through arithmetic and
+comparisons (compact when the request reaches the threshold, keep the newest `keep`
+results). So each run is simulated with its numeric parameters as Traced numbers
+(contextsim.analysis.traced): they compute exactly what their values compute, and each
+comparison also records the range of settings for which it would have gone the same
+way. Every grid point in the intersection of those ranges takes every decision the
+simulated setting took, so it sends the same requests and has the same Outcome: one
+simulation settles it. The search goes through the grid in order and simulates only
+the points no earlier simulation settled. A run costs one simulation per distinct
+behaviour, however fine the grid: the grid can be as fine as the real setting is.
 
-The search therefore simulates a run at the corners of a box of the grid; where the
-corners agree the whole box is settled with no more simulation; where they do not, the
-box is cut in two along its longest side and each half is searched. A run with few
-distinct behaviours over the space costs a handful of simulations however fine the
-grid. Parameters that are not ordered (on/off switches, names) are not searched this
-way: each of their values is a grid of its own.
+What needs a parameter's exact value (an index, a slice, a float conversion, a product of
+two parameters) pins it: that simulation settles no other value of it. A parameter that
+is not numeric (a switch, a name) is a choice: each value is simulated on its own.
 
 What it assumes, said plainly:
-- A searched parameter is used by its policy only through comparisons that move one
-  way as the parameter grows (a property test checks the result against the exhaustive
-  grid over generated runs and the corpus; a parameter that is not so must be given as
-  a choice, not a range).
+- Nothing about the shape of the cost: it is exact on every grid point, and a property
+  test checks the traced arithmetic on generated programs, the search against the
+  exhaustive grid on generated runs, on every declared mechanism and on the corpus.
+  A policy must read its parameters as numbers (a parameter turned into text, or
+  handed to code that reads its value without Python's operators, would escape the
+  record); the tests are what keep each declared mechanism honest.
 - The agent would have sent the same messages whatever the setting (a simulation
   cannot know how it would have behaved with another context): `risk` counts where
   that is least likely to hold, the requests where the agent called a tool again with
@@ -39,6 +41,7 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
+from contextsim.analysis.traced import Tracer, region, settle
 from contextsim.engine.simulate import REPLAY, Simulation
 
 Point = tuple[int, ...]
@@ -112,11 +115,6 @@ def outcome(sim: Simulation) -> Outcome:
         peak=max((r.sent for r in records), default=0),
         requests=len(records),
     )
-
-
-def signature(sim: Simulation) -> tuple[Any, ...]:
-    """What decides a simulation's outcome: every request's plan and size."""
-    return tuple((r.plan, r.sent, r.rejected) for r in sim.records)
 
 
 def removed_then_asked(sim: Simulation) -> list[tuple[int, int]]:
@@ -196,9 +194,9 @@ def share_steps(window: int, first: float, last: float, step: float) -> tuple[in
     return tuple(sorted({round(window * (first + k * step)) for k in range(count + 1)}))
 
 
-Evaluate = Callable[[int, Mapping[str, Any]], tuple[tuple[Any, ...], Outcome]]
-"""Simulates run `n` (an index into the runs searched) with these parameter values;
-returns its signature and Outcome."""
+Evaluate = Callable[[int, Mapping[str, Any]], Outcome]
+"""Simulates run `n` (an index into the runs searched) with these parameter values
+(plain, or Traced numbers: contextsim.analysis.traced); returns its Outcome."""
 
 
 @dataclass(slots=True)
@@ -246,78 +244,59 @@ class Tuning:
 
 def search(runs: int, dimensions: Sequence[Dimension], evaluate: Evaluate) -> Tuning:
     """Every grid point's Outcome over `runs` runs, simulating each run only at the
-    corners of the boxes its behaviour is not settled on (see the module)."""
+    points no earlier simulation of it settled (see the module)."""
     dims = tuple(dimensions)
-    ordered = [k for k, d in enumerate(dims) if d.ordered]
-    choices = [k for k, d in enumerate(dims) if not d.ordered]
     result = Tuning(dims)
-    points = list(product(*(range(len(d.values)) for d in dims)))
+    points = grid_points(dims)
     result.grid = len(points) * runs
     result.totals = dict.fromkeys(points, NOTHING)
     result.per_run = {p: [] for p in points}
+    traced = [k for k, d in enumerate(dims) if d.ordered and _numeric(d.values)]
     for n in range(runs):
-        cache: dict[Point, tuple[tuple[Any, ...], Outcome]] = {}
-
-        def at(point: Point, n: int = n, cache: dict[Point, Any] = cache) -> Any:
-            if point not in cache:
-                cache[point] = evaluate(n, result.setting(point))
-                result.simulated += 1
-            return cache[point]
-
         found: dict[Point, Outcome] = {}
-        for fixed in product(*(range(len(dims[k].values)) for k in choices)):
-            box = [(0, len(dims[k].values) - 1) for k in ordered]
-            _settle(box, ordered, choices, fixed, len(dims), at, found)
-        for point, got in found.items():
-            result.totals[point] = result.totals[point] + got
-            result.per_run[point].append(got)
+        for point in points:
+            if point in found:
+                continue
+            got, settled = _simulated(n, point, dims, traced, evaluate)
+            result.simulated += 1
+            for other in settled:
+                found.setdefault(other, got)
+        for point in points:
+            result.totals[point] = result.totals[point] + found[point]
+            result.per_run[point].append(found[point])
     return result
 
 
-def _settle(
-    box: list[tuple[int, int]],
-    ordered: list[int],
-    choices: list[int],
-    fixed: tuple[int, ...],
-    width: int,
-    at: Callable[[Point], tuple[tuple[Any, ...], Outcome]],
-    found: dict[Point, Outcome],
-) -> None:
-    """Fill `found` for every point of `box` (over the ordered dimensions, the choices
-    at `fixed`), cutting it where its corners disagree."""
-    stack = [box]
-    while stack:
-        current = stack.pop()
-        corners = [_point(c, ordered, choices, fixed, width) for c in product(*current)]
-        seen = [at(c) for c in corners]
-        if all(s[0] == seen[0][0] for s in seen):
-            for inner in product(*(range(lo, hi + 1) for lo, hi in current)):
-                found[_point(inner, ordered, choices, fixed, width)] = seen[0][1]
-            continue
-        k = max(range(len(current)), key=lambda j: current[j][1] - current[j][0])
-        lo, hi = current[k]
-        if hi - lo <= 1:  # every point of the box is a corner: each as simulated
-            for c, s in zip(corners, seen, strict=True):
-                found[c] = s[1]
-            continue
-        mid = (lo + hi) // 2
-        stack.append([*current[:k], (lo, mid), *current[k + 1 :]])
-        stack.append([*current[:k], (mid, hi), *current[k + 1 :]])
+def _numeric(values: Sequence[Any]) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
 
 
-def _point(
-    values: tuple[int, ...],
-    ordered: list[int],
-    choices: list[int],
-    fixed: tuple[int, ...],
-    width: int,
-) -> Point:
-    out = [0] * width
-    for k, v in zip(ordered, values, strict=True):
-        out[k] = v
-    for k, v in zip(choices, fixed, strict=True):
-        out[k] = v
-    return tuple(out)
+def _simulated(
+    n: int, point: Point, dims: tuple[Dimension, ...], traced: list[int], evaluate: Evaluate
+) -> tuple[Outcome, list[Point]]:
+    """Run `n` simulated at `point`, with the points that behave as it does (itself
+    at least): its traced parameters' region, the others at their values."""
+    values = {d.name: d.values[i] for d, i in zip(dims, point, strict=True)}
+    tracer = Tracer({dims[k].name: values[dims[k].name] for k in traced})
+    try:
+        got = evaluate(n, {**values, **tracer.parameters()})
+    except TypeError:
+        # A use of a parameter a Traced number does not support: this point alone.
+        return evaluate(n, values), [point]
+    got = Outcome(*(settle(getattr(got, f), tracer) for f in _FIELDS))
+    names = [dims[k].name for k in traced]
+    settled = []
+    for index in region(tracer, names, [dims[k].values for k in traced]):
+        other = list(point)
+        for k, i in zip(traced, index, strict=True):
+            other[k] = i
+        settled.append(tuple(other))
+    if point not in settled:  # float rounding put the simulated setting at an edge
+        return got, [point]
+    return got, settled
+
+
+_FIELDS = ("cost", "rejected", "risk", "sent", "peak", "requests")
 
 
 Simulate = Callable[[str, Mapping[str, Any]], Simulation]
@@ -345,9 +324,8 @@ def search_run(
     do, so their figures are the same. `own_policy`: the run's own compaction policy
     (REPLAY when it has none)."""
 
-    def evaluate(n: int, values: Mapping[str, Any]) -> tuple[tuple[Any, ...], Outcome]:
-        sim = simulated(policy, dict(values))
-        return signature(sim), outcome(sim)
+    def evaluate(n: int, values: Mapping[str, Any]) -> Outcome:
+        return outcome(simulated(policy, dict(values)))
 
     found = search(1, dimensions, evaluate)
     return RunSearch(
@@ -366,7 +344,7 @@ def exhaustive(runs: int, dimensions: Sequence[Dimension], evaluate: Evaluate) -
     points = list(product(*(range(len(d.values)) for d in dims)))
     result.grid = result.simulated = len(points) * runs
     for p in points:
-        outcomes = [evaluate(n, result.setting(p))[1] for n in range(runs)]
+        outcomes = [evaluate(n, result.setting(p)) for n in range(runs)]
         result.per_run[p] = outcomes
         total = NOTHING
         for o in outcomes:

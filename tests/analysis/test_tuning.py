@@ -17,7 +17,6 @@ from contextsim.analysis.tuning import (
     outcome,
     removed_then_asked,
     search,
-    signature,
 )
 from contextsim.counting.builder import build
 from contextsim.counting.estimators import ESTIMATORS
@@ -55,7 +54,7 @@ def evaluator(runs, policy: str, hard_limit: int = HARD_LIMIT):
             count=EST.count,
             prices=PRESETS["anthropic"],
         )
-        return signature(sim), outcome(sim)
+        return outcome(sim)
 
     return evaluate
 

@@ -164,7 +164,7 @@ class DeepAgentsPlanner:
         if not p.profile:
             return total >= p.fallback_trigger
         budget = max(0, int(w * INPUT_HEADROOM) - p.max_output)
-        return total >= max(int(w * p.trigger_fraction), 1) or total > budget
+        return total >= max(math.floor(w * p.trigger_fraction), 1) or total > budget
 
     def _cutoff(self, lo: int, end: int) -> int | None:
         """The new boundary, or None when the middleware would cut nothing.
@@ -175,7 +175,7 @@ class DeepAgentsPlanner:
         shift = int(self.boundary is not None)
         size = shift + end - lo
         if p.profile:
-            target = max(int(self.window * p.keep_fraction), 1)
+            target = max(math.floor(self.window * p.keep_fraction), 1)
             if shift * self.summary_count + d[end] - d[lo] <= target:
                 return None
             # The earliest message whose suffix fits (from the summary on it did not).

@@ -1,0 +1,543 @@
+"""Parameters that remember how a simulation used them, so that one simulation settles
+every setting that would have taken the same decisions (contextsim.analysis.tuning).
+
+A searched parameter is handed to its policy as a `Traced` number: it behaves exactly as
+its value does (every result the policy computes is the same number), and it also
+carries the affine form of that value in the searched parameters (a*p + b, exactly, in
+fractions). Each time the policy compares such a number, the outcome of that comparison
+holds for a set of parameter values bounded by one inequality; the `Tracer` keeps them.
+After the simulation, every grid point that satisfies all of them would have taken every
+decision the same way, with the same numbers wherever the parameters did not reach, so
+it sends the same requests and has the same outcome.
+
+What is not a comparison is made safe, not guessed:
+- a conversion to an integer (int(), floor, ceil, round) holds only where the integer is
+  the same: that range is recorded as two inequalities;
+- what needs the exact value (an index, a float, a hash, a string, an equality that
+  holds, a product of two parameters) pins the parameters involved to their values;
+- a value still traced in the simulation's outcome pins the parameters it depends on
+  (the outcome then moves with them).
+
+So the region is never larger than the settings that truly behave alike; at worst it is
+the one point simulated. Floating-point comparisons are recorded exactly; grid points
+within a relative 1e-9 of such a boundary are left out of the region (the float
+arithmetic of the policy could round them either way), to be simulated themselves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
+from itertools import product
+from typing import Any
+
+Number = int | float
+
+_EDGE = Fraction(1, 10**9)
+
+
+class Tracer:
+    """The inequalities one simulation's comparisons put on the searched parameters
+    (`values`: each one's value in this simulation, by name). Not shared between
+    simulations: a fresh one per simulation. An inequality in one parameter narrows its
+    interval (`low`, `high`: bound and whether it is closed); one in several is kept."""
+
+    def __init__(self, values: Mapping[str, Number]) -> None:
+        self.values = dict(values)
+        self.pinned: set[str] = set()
+        self.low: dict[str, tuple[Fraction, bool]] = {}
+        self.high: dict[str, tuple[Fraction, bool]] = {}
+        # (coefficients by name, constant, relation, inexact): a.p + b REL 0 holds.
+        self.joint: list[tuple[dict[str, Fraction], Fraction, str, bool]] = []
+
+    def parameters(self) -> dict[str, Traced]:
+        """Each parameter as a Traced number of its value."""
+        return {
+            name: Traced(self, value, {name: Fraction(1)}, Fraction(0), isinstance(value, float))
+            for name, value in self.values.items()
+        }
+
+    def pin(self, names: Any) -> None:
+        """Only the values of these parameters behave as they did."""
+        self.pinned.update(names)
+
+    def holds(self, coef: dict[str, Fraction], const: Fraction, rel: str, inexact: bool) -> None:
+        """Record that coef.p + const REL 0 held (REL one of < <= > >=)."""
+        if len(coef) > 1:
+            self.joint.append((coef, const, rel, inexact))
+            return
+        if not coef:
+            return
+        ((name, a),) = coef.items()
+        bound = -const / a
+        if a < 0:
+            rel = _FLIPPED[rel]
+        closed = rel in ("<=", ">=")
+        if inexact:  # keep clear of where the policy's float arithmetic could round
+            margin = _EDGE * max(abs(bound), Fraction(1))
+            bound, closed = (bound - margin if rel[0] == "<" else bound + margin), True
+        if rel[0] == "<":
+            old = self.high.get(name)
+            if old is None or bound < old[0] or (bound == old[0] and not closed):
+                self.high[name] = (bound, closed)
+        else:
+            old = self.low.get(name)
+            if old is None or bound > old[0] or (bound == old[0] and not closed):
+                self.low[name] = (bound, closed)
+
+    def within(self, name: str, value: Number) -> bool:
+        """Whether a value of one parameter keeps every inequality in it alone."""
+        if value == self.values[name]:
+            return True  # simulated: it behaves as it did, whatever the float edges
+        if name in self.pinned:
+            return False
+        exact = Fraction(value)
+        low, high = self.low.get(name), self.high.get(name)
+        if low is not None and not (exact > low[0] or (low[1] and exact == low[0])):
+            return False
+        return high is None or exact < high[0] or (high[1] and exact == high[0])
+
+    def admits(self, point: Mapping[str, Number]) -> bool:
+        """Whether a setting (every traced parameter's value) keeps every recorded
+        inequality, clear of float boundaries, and agrees on the pinned parameters."""
+        if not all(self.within(name, point[name]) for name in self.values):
+            return False
+        if all(point[name] == value for name, value in self.values.items()):
+            return True
+        exact = {name: Fraction(point[name]) for name in self.values}
+        for coef, const, rel, inexact in self.joint:
+            total = const + sum(a * exact[name] for name, a in coef.items())
+            if inexact:
+                scale = max(
+                    [abs(const), Fraction(1)] + [abs(a * exact[n]) for n, a in coef.items()]
+                )
+                if abs(total) <= _EDGE * scale:
+                    return False
+            if not _RELATIONS[rel](total, 0):
+                return False
+        return True
+
+
+_RELATIONS: dict[str, Callable[[Fraction, int], bool]] = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+_NEGATION = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _exact(x: Number) -> Fraction | None:
+    """A plain number as a fraction (None for infinities and NaN)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return Fraction(x)
+
+
+class Traced:
+    """A number (`value`) equal to coef.p + const in the searched parameters p, that
+    records in its Tracer what each use of it depends on. Only plain numbers (int,
+    float) and other Traced numbers of the same Tracer are operands; anything else is
+    not supported (TypeError, as for any number)."""
+
+    __slots__ = ("coef", "const", "inexact", "tracer", "value")
+
+    def __init__(
+        self,
+        tracer: Tracer,
+        value: Number | Fraction,
+        coef: dict[str, Fraction],
+        const: Fraction,
+        inexact: bool,
+    ) -> None:
+        self.tracer = tracer
+        self.value = value
+        self.coef = {k: v for k, v in coef.items() if v}
+        self.const = const
+        self.inexact = inexact or isinstance(value, float)
+
+    # -- building new numbers --------------------------------------------------
+    def _plain(self, value: Any) -> Any:
+        """The value of something the parameters reach non-linearly: pinned."""
+        self.tracer.pin(self.coef)
+        return value
+
+    def _affine(self, other: Any, sign: int, value: Any) -> Any:
+        if isinstance(other, Traced):
+            coef = dict(self.coef)
+            for k, v in other.coef.items():
+                coef[k] = coef.get(k, Fraction(0)) + sign * v
+            const = self.const + sign * other.const
+            return Traced(self.tracer, value, coef, const, self.inexact or other.inexact)
+        exact = _exact(other)
+        if exact is None:
+            return self._plain(value)
+        inexact = self.inexact or isinstance(other, float)
+        return Traced(self.tracer, value, self.coef, self.const + sign * exact, inexact)
+
+    def _scaled(self, factor: Any, value: Any) -> Any:
+        if isinstance(factor, Traced):
+            if not factor.coef:
+                factor = factor.value
+            elif not self.coef:
+                return factor._scaled(self.value, value)
+            else:
+                self.tracer.pin(factor.coef)
+                return self._plain(value)
+        exact = _exact(factor)
+        if exact is None:
+            return self._plain(value)
+        inexact = self.inexact or isinstance(factor, float)
+        coef = {k: v * exact for k, v in self.coef.items()}
+        return Traced(self.tracer, value, coef, self.const * exact, inexact)
+
+    def __add__(self, other: Any) -> Any:
+        if not isinstance(other, Traced | int | float):
+            return NotImplemented
+        return self._affine(other, 1, self.value + _v(other))
+
+    def __radd__(self, other: Any) -> Any:
+        if not isinstance(other, int | float):
+            return NotImplemented
+        return self._affine(other, 1, _v(other) + self.value)
+
+    def __sub__(self, other: Any) -> Any:
+        if not isinstance(other, Traced | int | float):
+            return NotImplemented
+        return self._affine(other, -1, self.value - _v(other))
+
+    def __rsub__(self, other: Any) -> Any:
+        if not isinstance(other, int | float):
+            return NotImplemented
+        return (-self)._affine(other, 1, _v(other) - self.value)
+
+    def __neg__(self) -> Traced:
+        coef = {k: -v for k, v in self.coef.items()}
+        return Traced(self.tracer, -self.value, coef, -self.const, self.inexact)
+
+    def __pos__(self) -> Traced:
+        return self
+
+    def __abs__(self) -> Traced:
+        return -self if self < 0 else self
+
+    def __mul__(self, other: Any) -> Any:
+        if not isinstance(other, Traced | int | float):
+            return NotImplemented
+        return self._scaled(other, self.value * _v(other))
+
+    def __rmul__(self, other: Any) -> Any:
+        if not isinstance(other, int | float):
+            return NotImplemented
+        return self._scaled(other, _v(other) * self.value)
+
+    def __truediv__(self, other: Any) -> Any:
+        if not isinstance(other, Traced | int | float):
+            return NotImplemented
+        value = self.value / _v(other)
+        if isinstance(other, Traced) and other.coef:
+            self.tracer.pin(other.coef)
+            return self._plain(value)
+        return self._scaled(1 / Fraction(_v(other)), value)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        if not isinstance(other, int | float):
+            return NotImplemented
+        return self._plain(_v(other) / self.value)
+
+    def __floordiv__(self, other: Any) -> Any:
+        if not isinstance(other, Traced | int | float):
+            return NotImplemented
+        divisor = _v(other)
+        if isinstance(other, Traced) and other.coef:
+            self.tracer.pin(other.coef)
+            return self._plain(self.value // divisor)
+        if isinstance(divisor, float) or isinstance(self.value, float) or not divisor:
+            quotient = self.value // divisor
+            share = self / divisor
+            if isinstance(share, Traced):
+                share._constant_over(quotient, quotient + 1, False)
+            return quotient
+        # Exact: an integer divided by an integer, floored.
+        inner = self._scaled(Fraction(1, 1) / divisor, Fraction(self.value) / divisor)
+        return Floored(inner) if isinstance(inner, Traced) else inner // 1
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        if not isinstance(other, int | float):
+            return NotImplemented
+        return self._plain(_v(other) // self.value)
+
+    def __mod__(self, other: Any) -> Any:
+        return self._plain(self.value % _v(other))
+
+    def __rmod__(self, other: Any) -> Any:
+        return self._plain(_v(other) % self.value)
+
+    def __pow__(self, other: Any) -> Any:
+        return self._plain(self.value ** _v(other))
+
+    def __rpow__(self, other: Any) -> Any:
+        return self._plain(_v(other) ** self.value)
+
+    # -- comparisons -----------------------------------------------------------
+    def _compare(self, other: Any, rel: str) -> bool:
+        result: bool = _RELATIONS[rel](self.value, _v(other))  # type: ignore[arg-type]
+        if isinstance(other, float) and not math.isfinite(other):
+            return result  # the same for every finite value
+        diff = self - other
+        if isinstance(diff, Traced):
+            diff.tracer.holds(
+                diff.coef, diff.const, rel if result else _NEGATION[rel], diff.inexact
+            )
+        return result
+
+    def __lt__(self, other: Any) -> bool:
+        if not isinstance(other, Traced | int | float):
+            return NotImplemented
+        return self._compare(other, "<")
+
+    def __le__(self, other: Any) -> bool:
+        if not isinstance(other, Traced | int | float):
+            return NotImplemented
+        return self._compare(other, "<=")
+
+    def __gt__(self, other: Any) -> bool:
+        if not isinstance(other, Traced | int | float):
+            return NotImplemented
+        return self._compare(other, ">")
+
+    def __ge__(self, other: Any) -> bool:
+        if not isinstance(other, Traced | int | float):
+            return NotImplemented
+        return self._compare(other, ">=")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Traced | int | float):
+            return NotImplemented
+        if self.value == _v(other):
+            diff = self - other
+            if isinstance(diff, Traced):
+                self.tracer.pin(diff.coef)
+            return True
+        # Unequal: the side it lies on is what the region keeps.
+        self._compare(other, "<" if self.value < _v(other) else ">")
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self) -> int:
+        return hash(self._plain(self.value))
+
+    # -- conversions -----------------------------------------------------------
+    def _constant_over(self, low: Number, high: Number, closed_high: bool) -> None:
+        """Record low <= self (< or <=) high: where a conversion gives the same result."""
+        self._compare(low, ">=")
+        self._compare(high, "<=" if closed_high else "<")
+
+    def __floor__(self) -> Any:
+        return Floored(self) if self.coef else math.floor(self.value)
+
+    def __ceil__(self) -> int:
+        k = math.ceil(self.value)
+        if not self.coef:
+            return k
+        self._compare(k - 1, ">")
+        self._compare(k, "<=")
+        return k
+
+    def __trunc__(self) -> int:
+        # int() must return a plain int: fixed over where it holds (math.floor keeps
+        # the region whole: Floored).
+        k = math.trunc(self.value)
+        if self.value >= 0:
+            self._constant_over(k, k + 1, False)
+        else:
+            self._compare(k - 1, ">")
+            self._compare(k, "<=")
+        return k
+
+    def __int__(self) -> int:
+        return self.__trunc__()
+
+    def __round__(self, ndigits: int | None = None) -> Any:
+        if ndigits is not None:
+            return self._plain(round(self.value, ndigits))
+        k = round(self.value)
+        if abs(self.value - k) == 0.5:  # a tie, rounded to even: this value alone
+            return self._plain(k)
+        self._compare(k - 0.5, ">")
+        self._compare(k + 0.5, "<")
+        return k
+
+    def __index__(self) -> int:
+        if not isinstance(self.value, int):
+            raise TypeError(f"a traced {type(self.value).__name__} is not an index")
+        return int(self._plain(self.value))
+
+    def __float__(self) -> float:
+        return float(self._plain(self.value))
+
+    def __bool__(self) -> bool:
+        return self != 0
+
+    def __repr__(self) -> str:
+        return repr(self._plain(self.value))
+
+    def __str__(self) -> str:
+        return str(self._plain(self.value))
+
+    def __format__(self, spec: str) -> str:
+        return format(self._plain(self.value), spec)
+
+
+class Floored:
+    """floor(e) of a Traced number e: an integer whose comparisons with plain numbers
+    are still inequalities in e (floor(e) < s exactly when e < ceil(s), and so on), so
+    that a threshold set as int(fraction x window) keeps its whole region. Adding or
+    taking an integer keeps it floored; anything else fixes it to its value over the
+    range of e where that value holds (recorded)."""
+
+    __slots__ = ("inner", "value")
+
+    def __init__(self, inner: Traced) -> None:
+        self.inner = inner
+        self.value = math.floor(inner.value)
+
+    def fixed(self) -> int:
+        """The value, recorded as holding: value <= e < value + 1."""
+        self.inner._constant_over(self.value, self.value + 1, False)
+        return int(self.value)
+
+    def __add__(self, other: Any) -> Any:
+        if isinstance(other, int) and not isinstance(other, bool):
+            return Floored(self.inner + other)
+        return self.fixed() + other
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Any:
+        if isinstance(other, int) and not isinstance(other, bool):
+            return Floored(self.inner - other)
+        return self.fixed() - other
+
+    def __rsub__(self, other: Any) -> Any:
+        return other - self.fixed()
+
+    def __mul__(self, other: Any) -> Any:
+        return self.fixed() * other
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> Any:
+        return self.fixed() / other
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return other / self.fixed()
+
+    def __floordiv__(self, other: Any) -> Any:
+        return self.fixed() // other
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return other // self.fixed()
+
+    def __neg__(self) -> Any:
+        return -self.fixed()
+
+    def __abs__(self) -> Any:
+        return abs(self.fixed())
+
+    def _compare(self, other: Any, rel: str) -> Any:
+        if isinstance(other, Traced | Floored) or not isinstance(other, int | float):
+            return _RELATIONS[rel](self.fixed(), other)  # type: ignore[arg-type]
+        if isinstance(other, float) and not math.isfinite(other):
+            return _RELATIONS[rel](self.value, other)  # type: ignore[arg-type]
+        # floor(e) < s <=> e < ceil(s); <= s <=> e < floor(s) + 1; > and >= negated.
+        if rel == "<":
+            return self.inner._compare(math.ceil(other), "<")
+        if rel == "<=":
+            return self.inner._compare(math.floor(other) + 1, "<")
+        if rel == ">":
+            return self.inner._compare(math.floor(other) + 1, ">=")
+        return self.inner._compare(math.ceil(other), ">=")
+
+    def __lt__(self, other: Any) -> Any:
+        return self._compare(other, "<")
+
+    def __le__(self, other: Any) -> Any:
+        return self._compare(other, "<=")
+
+    def __gt__(self, other: Any) -> Any:
+        return self._compare(other, ">")
+
+    def __ge__(self, other: Any) -> Any:
+        return self._compare(other, ">=")
+
+    def __eq__(self, other: object) -> bool:
+        return bool(self.fixed() == other)
+
+    def __ne__(self, other: object) -> bool:
+        return bool(self.fixed() != other)
+
+    def __hash__(self) -> int:
+        return hash(self.fixed())
+
+    def __index__(self) -> int:
+        return self.fixed()
+
+    __int__ = __index__
+    __floor__ = __index__
+    __ceil__ = __index__
+    __trunc__ = __index__
+
+    def __round__(self, ndigits: int | None = None) -> int:
+        return self.fixed()
+
+    def __float__(self) -> float:
+        return float(self.fixed())
+
+    def __bool__(self) -> bool:
+        return bool(self.fixed())
+
+    def __repr__(self) -> str:
+        return repr(self.fixed())
+
+    def __format__(self, spec: str) -> str:
+        return format(self.fixed(), spec)
+
+
+def _v(x: Any) -> Any:
+    return x.value if isinstance(x, Traced | Floored) else x
+
+
+def settle(value: Any, tracer: Tracer) -> Any:
+    """A result read out of a traced simulation as a plain number: a Traced one pins
+    what it depends on (the result moves with those parameters)."""
+    if isinstance(value, Floored):
+        tracer.pin(value.inner.coef)
+        return value.value
+    if isinstance(value, Traced):
+        tracer.pin(value.coef)
+        return value.value
+    return value
+
+
+def region(
+    tracer: Tracer, names: Sequence[str], grids: Sequence[Sequence[Number]]
+) -> list[tuple[int, ...]]:
+    """The grid points (an index into each of `grids`, the values of `names` in order)
+    the tracer admits: those that behave as the simulated setting did."""
+    candidates = [
+        [i for i, v in enumerate(values) if tracer.within(name, v)]
+        for name, values in zip(names, grids, strict=True)
+    ]
+    out = []
+    for index in product(*candidates):
+        if not tracer.joint or tracer.admits(
+            {n: g[i] for n, g, i in zip(names, grids, index, strict=True)}
+        ):
+            out.append(index)
+    return out
