@@ -33,8 +33,11 @@ from itertools import product
 from typing import Any
 
 Number = int | float
+Exact = int | Fraction
+"""A number held exactly: ints stay ints (fast), the rest are fractions."""
 
 _EDGE = Fraction(1, 10**9)
+_MARGIN = 1e-9
 
 
 class Tracer:
@@ -46,15 +49,15 @@ class Tracer:
     def __init__(self, values: Mapping[str, Number]) -> None:
         self.values = dict(values)
         self.pinned: set[str] = set()
-        self.low: dict[str, tuple[Fraction, bool]] = {}
-        self.high: dict[str, tuple[Fraction, bool]] = {}
+        self.low: dict[str, tuple[Exact | float, bool]] = {}
+        self.high: dict[str, tuple[Exact | float, bool]] = {}
         # (coefficients by name, constant, relation, inexact): a.p + b REL 0 holds.
-        self.joint: list[tuple[dict[str, Fraction], Fraction, str, bool]] = []
+        self.joint: list[tuple[dict[str, Exact], Exact, str, bool]] = []
 
     def parameters(self) -> dict[str, Traced]:
         """Each parameter as a Traced number of its value."""
         return {
-            name: Traced(self, value, {name: Fraction(1)}, Fraction(0), isinstance(value, float))
+            name: Traced(self, value, {name: 1}, 0, isinstance(value, float))
             for name, value in self.values.items()
         }
 
@@ -62,7 +65,7 @@ class Tracer:
         """Only the values of these parameters behave as they did."""
         self.pinned.update(names)
 
-    def holds(self, coef: dict[str, Fraction], const: Fraction, rel: str, inexact: bool) -> None:
+    def holds(self, coef: dict[str, Exact], const: Exact, rel: str, inexact: bool) -> None:
         """Record that coef.p + const REL 0 held (REL one of < <= > >=)."""
         if len(coef) > 1:
             self.joint.append((coef, const, rel, inexact))
@@ -70,14 +73,32 @@ class Tracer:
         if not coef:
             return
         ((name, a),) = coef.items()
-        bound = -const / a
+        self.single(name, a, const, rel, inexact)
+
+    def single(self, name: str, a: Exact, const: Exact | float, rel: str, inexact: bool) -> None:
+        """Record that a.p + const REL 0 held, for the parameter `name` (a != 0).
+        `inexact`: the policy computed it in floats, so the bound is kept a relative
+        1e-9 clear of where its rounding could fall (floats suffice for that)."""
         if a < 0:
             rel = _FLIPPED[rel]
-        closed = rel in ("<=", ">=")
-        if inexact:  # keep clear of where the policy's float arithmetic could round
-            margin = _EDGE * max(abs(bound), Fraction(1))
-            bound, closed = (bound - margin if rel[0] == "<" else bound + margin), True
-        if rel[0] == "<":
+        bound: Exact | float
+        if inexact:
+            bound = float(-const / a)
+            bound += (-_MARGIN if rel[0] == "<" else _MARGIN) * max(abs(bound), 1.0)
+            closed = True
+        else:
+            if a == 1:  # the common case: the parameter plus or minus a size
+                bound = -const
+            elif isinstance(a, int) and isinstance(const, int):
+                bound = Fraction(-const, a)
+            else:
+                bound = -const / a
+            closed = rel in ("<=", ">=")
+        self.bound(name, bound, rel[0] == "<", closed)
+
+    def bound(self, name: str, bound: Exact | float, upper: bool, closed: bool) -> None:
+        """p <= bound (`upper`, `closed`), p < bound, p >= bound or p > bound holds."""
+        if upper:
             old = self.high.get(name)
             if old is None or bound < old[0] or (bound == old[0] and not closed):
                 self.high[name] = (bound, closed)
@@ -92,11 +113,10 @@ class Tracer:
             return True  # simulated: it behaves as it did, whatever the float edges
         if name in self.pinned:
             return False
-        exact = Fraction(value)
         low, high = self.low.get(name), self.high.get(name)
-        if low is not None and not (exact > low[0] or (low[1] and exact == low[0])):
+        if low is not None and not (value > low[0] or (low[1] and value == low[0])):
             return False
-        return high is None or exact < high[0] or (high[1] and exact == high[0])
+        return high is None or value < high[0] or (high[1] and value == high[0])
 
     def admits(self, point: Mapping[str, Number]) -> bool:
         """Whether a setting (every traced parameter's value) keeps every recorded
@@ -107,11 +127,10 @@ class Tracer:
             return True
         exact = {name: Fraction(point[name]) for name in self.values}
         for coef, const, rel, inexact in self.joint:
-            total = const + sum(a * exact[name] for name, a in coef.items())
+            terms = [Fraction(a) * exact[name] for name, a in coef.items()]
+            total = const + sum(terms)
             if inexact:
-                scale = max(
-                    [abs(const), Fraction(1)] + [abs(a * exact[n]) for n, a in coef.items()]
-                )
+                scale = sum((abs(t) for t in terms), abs(Fraction(const))) + 1
                 if abs(total) <= _EDGE * scale:
                     return False
             if not _RELATIONS[rel](total, 0):
@@ -119,7 +138,7 @@ class Tracer:
         return True
 
 
-_RELATIONS: dict[str, Callable[[Fraction, int], bool]] = {
+_RELATIONS: dict[str, Callable[[Any, Any], bool]] = {
     "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b,
     ">": lambda a, b: a > b,
@@ -129,9 +148,28 @@ _NEGATION = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
-def _exact(x: Number) -> Fraction | None:
-    """A plain number as a fraction (None for infinities and NaN)."""
-    if isinstance(x, float) and not math.isfinite(x):
+def _unit_bound(rel: str, result: bool, a: int) -> tuple[bool, bool]:
+    held = rel if result else _NEGATION[rel]
+    if a < 0:
+        held = _FLIPPED[held]
+    return held[0] == "<", held in ("<=", ">=")
+
+
+_UNIT_BOUNDS = {
+    (rel, result, a): _unit_bound(rel, result, a)
+    for rel in _NEGATION
+    for result in (True, False)
+    for a in (1, -1)
+}
+"""(relation, its result, coefficient) -> (an upper bound?, closed?) on the parameter."""
+
+
+def _exact(x: Number) -> Exact | None:
+    """A plain number exactly: an int as it is, a float as a fraction (None for
+    infinities and NaN)."""
+    if isinstance(x, int):
+        return x
+    if not math.isfinite(x):
         return None
     return Fraction(x)
 
@@ -142,14 +180,14 @@ class Traced:
     float) and other Traced numbers of the same Tracer are operands; anything else is
     not supported (TypeError, as for any number)."""
 
-    __slots__ = ("coef", "const", "inexact", "tracer", "value")
+    __slots__ = ("coef", "const", "inexact", "tracer", "unit", "value")
 
     def __init__(
         self,
         tracer: Tracer,
         value: Number | Fraction,
-        coef: dict[str, Fraction],
-        const: Fraction,
+        coef: dict[str, Exact],
+        const: Exact,
         inexact: bool,
     ) -> None:
         self.tracer = tracer
@@ -157,6 +195,12 @@ class Traced:
         self.coef = {k: v for k, v in coef.items() if v}
         self.const = const
         self.inexact = inexact or isinstance(value, float)
+        # One parameter with coefficient +-1, all in ints: compared on the fast path.
+        self.unit: tuple[str, int] | None = None
+        if len(self.coef) == 1 and not self.inexact and type(const) is int:
+            ((name, a),) = self.coef.items()
+            if a == 1 or a == -1:
+                self.unit = (name, int(a))
 
     # -- building new numbers --------------------------------------------------
     def _plain(self, value: Any) -> Any:
@@ -168,7 +212,7 @@ class Traced:
         if isinstance(other, Traced):
             coef = dict(self.coef)
             for k, v in other.coef.items():
-                coef[k] = coef.get(k, Fraction(0)) + sign * v
+                coef[k] = coef.get(k, 0) + sign * v
             const = self.const + sign * other.const
             return Traced(self.tracer, value, coef, const, self.inexact or other.inexact)
         exact = _exact(other)
@@ -283,9 +327,17 @@ class Traced:
 
     # -- comparisons -----------------------------------------------------------
     def _compare(self, other: Any, rel: str) -> bool:
-        result: bool = _RELATIONS[rel](self.value, _v(other))  # type: ignore[arg-type]
-        if isinstance(other, float) and not math.isfinite(other):
+        result: bool = _RELATIONS[rel](self.value, _v(other))
+        kind = type(other)
+        if kind is float and not math.isfinite(other):
             return result  # the same for every finite value
+        if (kind is int or kind is float) and len(self.coef) == 1:
+            # The common case, without building the difference: a.p + const - other.
+            ((name, a),) = self.coef.items()
+            const = self.const - other
+            inexact = self.inexact or kind is float
+            self.tracer.single(name, a, const, rel if result else _NEGATION[rel], inexact)
+            return result
         diff = self - other
         if isinstance(diff, Traced):
             diff.tracer.holds(
@@ -293,22 +345,38 @@ class Traced:
             )
         return result
 
+    def _unit(self, other: int, result: bool, rel: str) -> bool:
+        """a.p + const REL other held (or not), a = +-1, all ints: a bound on p."""
+        name, a = self.unit  # type: ignore[misc]
+        upper, closed = _UNIT_BOUNDS[rel, result, a]
+        self.tracer.bound(name, (other - self.const) * a, upper, closed)
+        return result
+
+    # The fast path first: policies compare a threshold with sizes in every request.
     def __lt__(self, other: Any) -> bool:
+        if self.unit is not None and type(other) is int:
+            return self._unit(other, self.value < other, "<")
         if not isinstance(other, Traced | int | float):
             return NotImplemented
         return self._compare(other, "<")
 
     def __le__(self, other: Any) -> bool:
+        if self.unit is not None and type(other) is int:
+            return self._unit(other, self.value <= other, "<=")
         if not isinstance(other, Traced | int | float):
             return NotImplemented
         return self._compare(other, "<=")
 
     def __gt__(self, other: Any) -> bool:
+        if self.unit is not None and type(other) is int:
+            return self._unit(other, self.value > other, ">")
         if not isinstance(other, Traced | int | float):
             return NotImplemented
         return self._compare(other, ">")
 
     def __ge__(self, other: Any) -> bool:
+        if self.unit is not None and type(other) is int:
+            return self._unit(other, self.value >= other, ">=")
         if not isinstance(other, Traced | int | float):
             return NotImplemented
         return self._compare(other, ">=")
@@ -452,9 +520,9 @@ class Floored:
 
     def _compare(self, other: Any, rel: str) -> Any:
         if isinstance(other, Traced | Floored) or not isinstance(other, int | float):
-            return _RELATIONS[rel](self.fixed(), other)  # type: ignore[arg-type]
+            return _RELATIONS[rel](self.fixed(), other)
         if isinstance(other, float) and not math.isfinite(other):
-            return _RELATIONS[rel](self.value, other)  # type: ignore[arg-type]
+            return _RELATIONS[rel](self.value, other)
         # floor(e) < s <=> e < ceil(s); <= s <=> e < floor(s) + 1; > and >= negated.
         if rel == "<":
             return self.inner._compare(math.ceil(other), "<")
