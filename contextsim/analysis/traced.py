@@ -128,7 +128,7 @@ class Tracer:
         exact = {name: Fraction(point[name]) for name in self.values}
         for coef, const, rel, inexact in self.joint:
             terms = [Fraction(a) * exact[name] for name, a in coef.items()]
-            total = const + sum(terms)
+            total = Fraction(const) + sum(terms, Fraction(0))
             if inexact:
                 scale = sum((abs(t) for t in terms), abs(Fraction(const))) + 1
                 if abs(total) <= _EDGE * scale:
