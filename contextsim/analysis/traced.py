@@ -237,22 +237,41 @@ class Traced:
         coef = {k: v * exact for k, v in self.coef.items()}
         return Traced(self.tracer, value, coef, self.const * exact, inexact)
 
+    def _shifted(self, sign: int, other: int) -> Traced:
+        """sign x self + other, for a unit number and an int (the fast path)."""
+        name, a = self.unit  # type: ignore[misc]
+        made = Traced.__new__(Traced)
+        made.tracer, made.inexact = self.tracer, False
+        made.value = sign * self.value + other
+        made.coef = {name: sign * a}
+        made.const = sign * self.const + other
+        made.unit = (name, sign * a)
+        return made
+
     def __add__(self, other: Any) -> Any:
+        if self.unit is not None and type(other) is int:
+            return self._shifted(1, other)
         if not isinstance(other, Traced | int | float):
             return NotImplemented
         return self._affine(other, 1, self.value + _v(other))
 
     def __radd__(self, other: Any) -> Any:
+        if self.unit is not None and type(other) is int:
+            return self._shifted(1, other)
         if not isinstance(other, int | float):
             return NotImplemented
         return self._affine(other, 1, _v(other) + self.value)
 
     def __sub__(self, other: Any) -> Any:
+        if self.unit is not None and type(other) is int:
+            return self._shifted(1, -other)
         if not isinstance(other, Traced | int | float):
             return NotImplemented
         return self._affine(other, -1, self.value - _v(other))
 
     def __rsub__(self, other: Any) -> Any:
+        if self.unit is not None and type(other) is int:
+            return self._shifted(-1, other)
         if not isinstance(other, int | float):
             return NotImplemented
         return (-self)._affine(other, 1, _v(other) - self.value)
@@ -349,7 +368,17 @@ class Traced:
         """a.p + const REL other held (or not), a = +-1, all ints: a bound on p."""
         name, a = self.unit  # type: ignore[misc]
         upper, closed = _UNIT_BOUNDS[rel, result, a]
-        self.tracer.bound(name, (other - self.const) * a, upper, closed)
+        bound = (other - self.const) * a
+        tracer = self.tracer
+        # Tracer.bound, inline: this runs at every comparison of every request.
+        if upper:
+            old = tracer.high.get(name)
+            if old is None or bound < old[0] or (bound == old[0] and not closed):
+                tracer.high[name] = (bound, closed)
+        else:
+            old = tracer.low.get(name)
+            if old is None or bound > old[0] or (bound == old[0] and not closed):
+                tracer.low[name] = (bound, closed)
         return result
 
     # The fast path first: policies compare a threshold with sizes in every request.

@@ -10,13 +10,13 @@ from contextsim.analysis.tuning import Dimension, Mechanism, share_steps
 
 def _clear_tool_uses(window: int) -> tuple[Dimension, ...]:
     return (
-        Dimension("trigger", share_steps(window, 0.10, 0.90, 0.05)),
-        Dimension("keep", (1, 2, 3, 4, 5, 6, 8, 10)),
+        Dimension("trigger", share_steps(window, 0.10, 0.90, 0.025)),
+        Dimension("keep", tuple(range(1, 11))),
     )
 
 
 def _clear_thinking(window: int) -> tuple[Dimension, ...]:
-    return (Dimension("keep", (1, 2, 3, 4, 5, 8)),)
+    return (Dimension("keep", tuple(range(1, 11))),)
 
 
 MECHANISMS = (

@@ -15,7 +15,7 @@ buffer: contextsim.systems.claude_code.policies)."""
 
 def _auto_compact(window: int) -> tuple[Dimension, ...]:
     low = (0.40 * window + RESERVE) / window
-    values = {v for v in share_steps(window, low, 1.0, 0.025) if v <= window}
+    values = {v for v in share_steps(window, low, 1.0, 0.001) if v <= window}
     return (Dimension("window", tuple(sorted({*values, window}))),)
 
 

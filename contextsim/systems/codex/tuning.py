@@ -7,7 +7,7 @@ from contextsim.analysis.tuning import Dimension, Mechanism, share_steps
 
 
 def _auto_compact(window: int) -> tuple[Dimension, ...]:
-    return (Dimension("compact_limit", share_steps(window, 0.40, 0.95, 0.025)),)
+    return (Dimension("compact_limit", share_steps(window, 0.40, 0.95, 0.001)),)
 
 
 MECHANISMS = (

@@ -10,22 +10,22 @@ from contextsim.analysis.tuning import Dimension, Mechanism, share_steps
 
 def _summarization(window: int) -> tuple[Dimension, ...]:
     return (
-        Dimension("trigger_tokens", share_steps(window, 0.20, 0.90, 0.05)),
-        Dimension("keep_messages", (2, 4, 6, 10, 15, 20, 30)),
+        Dimension("trigger_tokens", share_steps(window, 0.20, 0.90, 0.025)),
+        Dimension("keep_messages", tuple(range(2, 31, 2))),
     )
 
 
 def _clear_tool_uses(window: int) -> tuple[Dimension, ...]:
     return (
-        Dimension("trigger", share_steps(window, 0.10, 0.90, 0.05)),
-        Dimension("keep", (1, 2, 3, 4, 5, 6, 8, 10)),
+        Dimension("trigger", share_steps(window, 0.10, 0.90, 0.025)),
+        Dimension("keep", tuple(range(1, 11))),
     )
 
 
 def _deepagents(window: int) -> tuple[Dimension, ...]:
     return (
-        Dimension("trigger_fraction", (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)),
-        Dimension("keep_fraction", (0.05, 0.1, 0.15, 0.2, 0.3)),
+        Dimension("trigger_fraction", tuple(round(0.5 + 0.025 * k, 3) for k in range(19))),
+        Dimension("keep_fraction", tuple(round(0.05 + 0.025 * k, 3) for k in range(11))),
     )
 
 

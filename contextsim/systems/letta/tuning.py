@@ -8,13 +8,17 @@ from contextsim.analysis.tuning import Dimension, Mechanism
 
 def _summarizer(window: int) -> tuple[Dimension, ...]:
     return (
-        Dimension("message_buffer_limit", (20, 30, 40, 60, 80, 100, 150)),
-        Dimension("partial_evict_summarizer_percentage", (0.1, 0.2, 0.3, 0.5, 0.7)),
+        Dimension("message_buffer_limit", tuple(range(20, 151, 10))),
+        Dimension(
+            "partial_evict_summarizer_percentage", tuple(round(0.1 * k, 1) for k in range(1, 10))
+        ),
     )
 
 
 def _sliding(window: int) -> tuple[Dimension, ...]:
-    return (Dimension("sliding_window_percentage", (0.1, 0.2, 0.3, 0.4, 0.5, 0.7)),)
+    return (
+        Dimension("sliding_window_percentage", tuple(round(0.05 * k, 2) for k in range(1, 19))),
+    )
 
 
 MECHANISMS = (

@@ -8,13 +8,16 @@ from contextsim.analysis.tuning import Dimension, Mechanism, share_steps
 
 
 def _compaction(window: int) -> tuple[Dimension, ...]:
-    return (Dimension("compact_threshold", share_steps(window, 0.40, 0.95, 0.025)),)
+    return (Dimension("compact_threshold", share_steps(window, 0.40, 0.95, 0.001)),)
 
 
 def _trimmer(window: int) -> tuple[Dimension, ...]:
     return (
-        Dimension("recent_turns", (1, 2, 3, 4, 6, 8)),
-        Dimension("max_output_chars", (200, 500, 1_000, 2_000, 5_000, 10_000)),
+        Dimension("recent_turns", tuple(range(1, 11))),
+        Dimension(
+            "max_output_chars",
+            (250, 500, 750, 1_000, 1_500, 2_000, 3_000, 4_000, 5_000, 7_500, 10_000, 20_000),
+        ),
     )
 
 

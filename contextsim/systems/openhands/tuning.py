@@ -8,13 +8,13 @@ from contextsim.analysis.tuning import Dimension, Mechanism
 
 def _summarizing(window: int) -> tuple[Dimension, ...]:
     return (
-        Dimension("max_size", (20, 40, 60, 80, 100, 150, 200)),
-        Dimension("keep_first", (1, 2, 4, 8)),
+        Dimension("max_size", tuple(range(20, 201, 10))),
+        Dimension("keep_first", tuple(range(1, 9))),
     )
 
 
 def _masking(window: int) -> tuple[Dimension, ...]:
-    return (Dimension("attention_window", (5, 10, 20, 40, 60, 100, 150)),)
+    return (Dimension("attention_window", tuple(range(5, 151, 5))),)
 
 
 MECHANISMS = (
