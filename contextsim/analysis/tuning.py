@@ -38,14 +38,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import product
 from typing import Any
 
 from contextsim.analysis.traced import Tracer, region, settle
+from contextsim.counting.skeleton import Skeleton
+from contextsim.engine.deferral import Deferral
 from contextsim.engine.simulate import REPLAY, Simulation
+from contextsim.systems.exporting import Snippet
 
 Point = tuple[int, ...]
 """A grid point: the index of each searched parameter's value."""
+
+Defers = Callable[[Mapping[str, Any], Skeleton, int], Deferral | None]
+"""A setting's deferral on a run: (setting, skeleton, window in tokens) -> Deferral."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +193,14 @@ class Mechanism:
     label: str
     policy: str
     space: Callable[[int], tuple[Dimension, ...]]
+    defers: Defers | None = None
+    """For a mechanism that defers tools' definitions instead of setting its policy:
+    the Deferral a setting makes on a run (its skeleton, its window in tokens), None
+    for none. The policy then runs at its own defaults, and its exporter does not
+    say the setting: `configure` does."""
+    configure: Callable[[Mapping[str, Any]], tuple[Snippet, ...]] | None = None
+    """A setting as the real system's configuration, where the policy's exporter
+    cannot say it (a `defers` mechanism)."""
 
 
 def share_steps(window: int, first: float, last: float, step: float) -> tuple[int, ...]:
@@ -299,9 +314,12 @@ def _simulated(
 _FIELDS = ("cost", "rejected", "risk", "sent", "peak", "requests")
 
 
-Simulate = Callable[[str, Mapping[str, Any]], Simulation]
+Simulate = Callable[
+    [str, Mapping[str, Any], Callable[[Skeleton, int], Deferral | None] | None], Simulation
+]
 """Simulates one run under a policy (by name) with these parameter values ({}: its
-defaults), as every page of the run simulates it (its skeleton, fit, prices, limits)."""
+defaults), as every page of the run simulates it (its skeleton, fit, prices, limits),
+with the deferral the last argument makes of its skeleton and window (None: none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,21 +336,31 @@ class RunSearch:
 
 
 def search_run(
-    simulated: Simulate, policy: str, dimensions: Sequence[Dimension], own_policy: str
+    simulated: Simulate,
+    mechanism: Mechanism,
+    dimensions: Sequence[Dimension],
+    own_policy: str,
 ) -> RunSearch:
     """`search` over one run, with its baselines: what the CLI and a worker's cell both
     do, so their figures are the same. `own_policy`: the run's own compaction policy
-    (REPLAY when it has none)."""
+    (REPLAY when it has none). For a mechanism that defers tools, the run as it ran is
+    the mechanism's policy deferring nothing (the log's definitions were all sent), so
+    that only the deferral differs."""
+    defers = mechanism.defers
+    if defers is not None:
+        own_policy = mechanism.policy
 
     def evaluate(n: int, values: Mapping[str, Any]) -> Outcome:
-        return outcome(simulated(policy, dict(values)))
+        if defers is None:
+            return outcome(simulated(mechanism.policy, dict(values), None))
+        return outcome(simulated(mechanism.policy, {}, partial(defers, dict(values))))
 
     found = search(1, dimensions, evaluate)
     return RunSearch(
         tuple(found.per_run[p][0] for p in grid_points(dimensions)),
         found.simulated,
-        outcome(simulated(REPLAY, {})),
-        outcome(simulated(own_policy, {})),
+        outcome(simulated(REPLAY, {}, None)),
+        outcome(simulated(own_policy, {}, None)),
         own_policy,
     )
 

@@ -16,7 +16,7 @@ import argparse
 import dataclasses
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -33,6 +33,7 @@ from contextsim.analysis.tuning import (
 from contextsim.counting.builder import build
 from contextsim.counting.estimators import DEFAULT, ESTIMATORS, Estimator
 from contextsim.counting.skeleton import Skeleton
+from contextsim.engine.deferral import Deferral
 from contextsim.engine.simulate import REPLAY, Simulation, reconciliation, simulate
 from contextsim.ingest.base import FormatError
 from contextsim.ingest.captures import FORMAT as CAPTURED
@@ -82,8 +83,14 @@ def prepare(run: Run, runs: list[Run], estimator: Estimator) -> Prepared:
 
 
 def simulated(
-    p: Prepared, policy: str, values: Mapping[str, Any], estimator: Estimator
+    p: Prepared,
+    policy: str,
+    values: Mapping[str, Any],
+    defers: Callable[[Skeleton, int], Deferral | None] | None = None,
+    *,
+    estimator: Estimator,
 ) -> Simulation:
+    """The run under `policy` with these values, and the deferral `defers` makes of it."""
     chosen = POLICIES[policy]
     params = dataclasses.replace(chosen.Params(), **values) if values else None
     return simulate(
@@ -95,6 +102,7 @@ def simulated(
         count=estimator.count,
         prices=p.prices,
         reconcile=p.reconcile,
+        deferral=defers(p.skeleton, p.hard_limit) if defers is not None else None,
     )
 
 
@@ -124,7 +132,7 @@ def tune_mechanism(
         searched.append(
             search_run(
                 partial(simulated, p, estimator=estimator),
-                mechanism.policy,
+                mechanism,
                 dims,
                 own.name if own is not None else REPLAY,
             )
@@ -160,6 +168,12 @@ def report(
         "recommended": None,
         "caveat": CAVEAT,
     }
+    if mechanism.defers is not None and not any(p.skeleton.definitions for p in prepared):
+        out["why_none"] = (
+            "these logs hold no tool definitions (a capture of the requests does: "
+            "contextsim run -- <agent>), so no setting changes what was sent"
+        )
+        return out
     if best is None:
         out["why_none"] = "every setting sends a request over the model's limit"
         return out
@@ -172,8 +186,12 @@ def report(
     chosen = found.totals[best]
     setting = found.setting(best)
     first = prepared[0]
-    params = dataclasses.replace(POLICIES[mechanism.policy].Params(), **setting)
-    context = ExportContext(params, first.budget, first.hard_limit, first.run.model)
+    if mechanism.configure is not None:
+        snippets = mechanism.configure(setting)
+    else:
+        params = dataclasses.replace(POLICIES[mechanism.policy].Params(), **setting)
+        context = ExportContext(params, first.budget, first.hard_limit, first.run.model)
+        snippets = export(mechanism.policy, context)
     out["recommended"] = {
         "setting": setting,
         **dataclasses.asdict(chosen),
@@ -186,7 +204,7 @@ def report(
         ],
         "configuration": [
             {"target": s.target, "label": s.label, "text": s.text, "notes": list(s.notes)}
-            for s in export(mechanism.policy, context)
+            for s in snippets
         ],
     }
     return out

@@ -30,6 +30,7 @@ from contextsim.model import (
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
+    ToolSpecPart,
     Usage,
 )
 from contextsim.registry import EVERY_MECHANISM, POLICIES
@@ -40,12 +41,15 @@ EST = ESTIMATORS["chars4"]
 HARD_LIMIT = 60_000
 
 
-def evaluator(runs, policy: str, hard_limit: int = HARD_LIMIT):
+def evaluator(runs, policy: str, hard_limit: int = HARD_LIMIT, defers=None):
+    """Simulates run n at a setting: the policy's parameters, or for a mechanism that
+    defers tools (`defers`), the policy at its defaults with the setting's deferral."""
     skeletons = [build(r, EST) for r in runs]
     chosen = POLICIES[policy]
 
     def evaluate(n, values):
-        params = dataclasses.replace(chosen.Params(), **values)
+        params = dataclasses.replace(chosen.Params(), **values) if defers is None else None
+        deferral = defers(values, skeletons[n], hard_limit) if defers is not None else None
         sim = simulate(
             skeletons[n],
             chosen,
@@ -54,6 +58,7 @@ def evaluator(runs, policy: str, hard_limit: int = HARD_LIMIT):
             hard_limit=hard_limit,
             count=EST.count,
             prices=PRESETS["anthropic"],
+            deferral=deferral,
         )
         return outcome(sim)
 
@@ -136,7 +141,9 @@ def test_on_the_corpus_the_search_is_the_grid_at_a_third_of_its_cost(folder, nam
             space = mechanism.space(prepared.hard_limit)
 
             def evaluate(n, values, prepared=prepared):
-                return outcome(simulated(prepared, mechanism.policy, dict(values), estimator))
+                return outcome(
+                    simulated(prepared, mechanism.policy, dict(values), estimator=estimator)
+                )
 
             found = search(1, space, evaluate)
             every = exhaustive(1, space, evaluate)
@@ -194,14 +201,24 @@ def test_of_settings_that_change_nothing_the_least_intervention_is_recommended()
     assert found.setting(found.recommended()) == {"threshold": 120_000}
 
 
-def turns_run(turns: int, calls: int, size: int) -> Run:
-    """User turns of tool calls, each result `size` characters, some calls repeated."""
+def turns_run(turns: int, calls: int, size: int, mcp_chars: int = 0) -> Run:
+    """User turns of tool calls, each result `size` characters, some calls repeated;
+    with `mcp_chars`, the requests define two MCP tools of that many characters in all
+    beside Read, and every fifth call is to one of them."""
     messages: list[Message] = [Message("system", (TextPart("You are an agent. " * 20),))]
+    if mcp_chars:
+        tools = (
+            ToolSpecPart("Read", "r" * 800),
+            ToolSpecPart("mcp__docs__search", "m" * (mcp_chars // 2)),
+            ToolSpecPart("mcp__docs__fetch", "m" * (mcp_chars - mcp_chars // 2)),
+        )
+        messages.append(Message("system", tools))
     n = 0
     for t in range(turns):
         messages.append(Message("user", (TextPart(f"turn {t} " * 40),)))
         for c in range(calls):
-            call = ToolCallPart(f"c{n}", "Read", f'{{"file": {(n * 7) % 11}}}')
+            name = "mcp__docs__search" if mcp_chars and n % 5 == 4 else "Read"
+            call = ToolCallPart(f"c{n}", name, f'{{"file": {(n * 7) % 11}}}')
             thought = ThinkingPart("weighing the next file to read " * 30)
             messages.append(Message("assistant", (thought, call)))
             messages.append(Message("tool", (ToolResultPart(f"c{n}", "y" * (size + 97 * c)),)))
@@ -219,12 +236,17 @@ def test_every_mechanism_searched_agrees_with_its_grid(name):
     # act at 90% of the model's window (128,000 for these runs): a window where both
     # leave a range, with runs that reach it.
     window = 150_000
-    built = [turns_run(4, 6, 27_000), turns_run(2, 12, 18_000)]
-    evaluate = evaluator(built, mechanism.policy, hard_limit=window)
+    # MCP definitions of 8% of the window in one run, 3% in the other: tool search's
+    # settings (always, past 5%, 10% or 20%, never) then differ.
+    mcp = (48_000, 18_000) if mechanism.defers is not None else (0, 0)
+    built = [turns_run(4, 6, 27_000, mcp[0]), turns_run(2, 12, 18_000, mcp[1])]
+    evaluate = evaluator(built, mechanism.policy, hard_limit=window, defers=mechanism.defers)
     space = mechanism.space(window)
     found = search(len(built), space, evaluate)
     every = exhaustive(len(built), space, evaluate)
     assert len(set(every.totals.values())) > 1, "the runs do not exercise the parameters"
     assert found.totals == every.totals
     assert found.recommended() == every.recommended()
-    assert found.simulated < every.simulated
+    assert found.simulated <= every.simulated
+    if any(d.ordered for d in space):  # choices alone are each simulated
+        assert found.simulated < every.simulated

@@ -16,6 +16,7 @@ from contextsim.cli.main import main
 from tests.conftest import corpus_files
 
 SESSIONS = corpus_files("claude_code", "codemie_session-624a*.jsonl")
+CAPTURES = corpus_files("raw_api", "hanq_redacted_log-2026-06-15-09-15-50.jsonl")
 ESTIMATOR = "chars4"
 
 
@@ -39,6 +40,11 @@ def test_the_recommendation_is_what_simulate_says_of_it(path):
         current = _simulate(path, own, {})
         assert item["current"]["cost"] == pytest.approx(sum(s["cost"] for s in current), abs=1e-5)
         best = item["recommended"]
+        if name == "claude-code-tool-search":
+            # A session's log holds no tool definitions: every setting sends the same.
+            assert best is None and "hold no tool definitions" in item["why_none"]
+            assert {p["cost"] for p in item["frontier"]} == {item["current"]["cost"]}
+            continue
         if best is None and not item["frontier"]:
             # Said when every setting sends a request over the limit: the defaults do.
             assert "over the model's limit" in item["why_none"]
@@ -64,10 +70,11 @@ def test_the_recommendation_is_what_simulate_says_of_it(path):
     assert found["claude-code-auto-compact"]["recommended"] is not None
 
 
-def _simulate(path, policy: str, setting: dict) -> list[dict]:
+def _simulate(path, policy: str, setting: dict, *extra: str) -> list[dict]:
     argv = ["simulate", str(path), "--policy", policy, "--estimator", ESTIMATOR, "--json"]
     for key, value in setting.items():
         argv += ["--set", f"{key}={value}"]
+    argv += extra
     code, out, err = _run(*argv)
     assert code == 0, err
     return [r for r in json.loads(out)["runs"] if not r["title"].startswith("compaction request")]
@@ -96,3 +103,38 @@ def test_a_mechanism_no_run_can_use_is_named(tmp_path):
     assert code == 0, err
     (item,) = json.loads(out)["mechanisms"]
     assert item["mechanism"] == "codex-auto-compact" and item["runs"] == ["t"]
+
+
+@pytest.mark.parametrize("path", CAPTURES)
+def test_tool_search_on_a_capture_is_what_simulate_says_deferring_mcp_tools(path):
+    """A capture holds the requests' tool definitions: deferring its MCP tools
+    (ENABLE_TOOL_SEARCH=true) costs what `simulate --defer 'mcp__*'` says, against the
+    same policy with every definition sent."""
+    mcp = {
+        tool["name"]
+        for line in path.read_text().splitlines()
+        if line.strip()
+        for tool in json.loads(line).get("request", {}).get("body", {}).get("tools") or []
+        if str(tool.get("name", "")).startswith("mcp__")
+    }
+    assert mcp, "the capture defines MCP tools"
+    code, out, err = _run(
+        "tune",
+        str(path),
+        "--estimator",
+        ESTIMATOR,
+        "--mechanism",
+        "claude-code-tool-search",
+        "--json",
+    )
+    assert code == 0, err
+    (item,) = json.loads(out)["mechanisms"]
+    best = item["recommended"]
+    assert best["setting"] == {"enable_tool_search": "true"}
+    policy = "claude_code_auto_compact"
+    deferred = _simulate(path, policy, {}, "--defer", "mcp__*")
+    assert best["cost"] == pytest.approx(sum(s["cost"] for s in deferred), abs=1e-5)
+    every = _simulate(path, policy, {})
+    assert item["current"]["cost"] == pytest.approx(sum(s["cost"] for s in every), abs=1e-5)
+    assert best["cost"] < item["current"]["cost"]
+    assert any("ENABLE_TOOL_SEARCH=true" in c["text"] for c in best["configuration"])

@@ -20,6 +20,7 @@ from webapp.tuning import reads, services
 pytestmark = pytest.mark.django_db
 
 SESSION = corpus_files("claude_code", "codemie_session-624a*.jsonl")
+CAPTURE = corpus_files("raw_api", "hanq_redacted_log-2026-06-15-09-15-50.jsonl")
 ESTIMATOR = "chars4"
 
 
@@ -40,7 +41,12 @@ def test_the_recommendation_costs_what_the_dashboard_says(alice, alice_client, p
     import_bytes(alice, path.name, path.read_bytes())
     main = Run.objects.get(owner=alice, compaction_request=False, subagent=False)
     tuning = services.create_tuning(alice, [main], estimator=ESTIMATOR)
-    assert set(tuning.spaces) == {"claude-code-auto-compact", "clear-tool-uses", "clear-thinking"}
+    assert set(tuning.spaces) == {
+        "claude-code-auto-compact",
+        "claude-code-tool-search",
+        "clear-tool-uses",
+        "clear-thinking",
+    }
     _searched(tuning)
     assert reads.progress(tuning).finished
     views = {v.name: v for v in reads.mechanism_views(tuning)}
@@ -73,9 +79,11 @@ def test_the_form_offers_the_runs_mechanisms_and_starts_a_tuning(alice, alice_cl
     assert form.status_code == 200
     assert set(form.context["offered"]) == {
         "claude-code-auto-compact",
+        "claude-code-tool-search",
         "clear-tool-uses",
         "clear-thinking",
     }
+    assert "codex-auto-compact" in form.context["others"]
     started = alice_client.post(
         "/tunings/new/",
         {
@@ -137,8 +145,12 @@ def test_the_tune_command_prints_what_the_page_shows(alice, monkeypatch, capsys,
     assert said["recommended"]["setting"] == view.setting
     assert said["recommended"]["cost"] == pytest.approx(view.chosen.cost)
     assert said["configuration"] and said["simulations"] <= said["grid_simulations"]
-    with pytest.raises(CommandError, match="no run chosen can use nothing mechanism"):
+    with pytest.raises(CommandError, match="mechanism: unknown nothing"):
         call_command("tune", *args, "--mechanism=nothing")
+    # A mechanism no chosen run's agent has is tried on every run, as the CLI does.
+    call_command("tune", *args, "--mechanism=codex-auto-compact", "--wait", "--json")
+    (said,) = json.loads(capsys.readouterr().out)
+    assert said["mechanism"] == "codex-auto-compact" and said["runs"] == 1
     with pytest.raises(CommandError, match="no run given"):
         call_command("tune", "--owner=alice")
 
@@ -181,3 +193,58 @@ def test_a_run_at_risk_opens_the_step_where_it_asks_again(alice):
     assert link.startswith(f"/runs/{run.public_id}/steps/7/?policy=anthropic_clear_tool_uses")
     kept = _step_link(run, view, "policy=anthropic_clear_tool_uses&trigger=190000", ESTIMATOR)
     assert "/steps/" not in kept
+
+
+@pytest.mark.parametrize("path", CAPTURE)
+def test_tool_search_is_tuned_on_a_capture_chosen_by_name(alice, alice_client, path):
+    """A capture's runs have no agent of their own: the form offers every mechanism
+    under "other mechanisms", each then tried on every run. Claude Code's tool search
+    deferring its MCP tools costs what the dashboard says with those tools deferred."""
+    import_bytes(alice, path.name, path.read_bytes())
+    chosen = list(Run.objects.filter(owner=alice, compaction_request=False).order_by("id"))
+    form = alice_client.get("/tunings/new/", {"run": [r.public_id for r in chosen]})
+    assert form.context["offered"] == {}
+    assert "claude-code-tool-search" in form.context["others"]
+    assert "tried on every run" in form.content.decode()
+    started = alice_client.post(
+        "/tunings/new/",
+        {
+            "run": [r.public_id for r in chosen],
+            "mechanism": ["claude-code-tool-search"],
+            "estimator": ESTIMATOR,
+        },
+    )
+    assert started.status_code == 302
+    tuning = Tuning.objects.get(owner=alice)
+    assert tuning.cells.count() == len(chosen)
+    _searched(tuning)
+    (view,) = reads.mechanism_views(tuning)
+    assert view.setting == {"enable_tool_search": "true"}
+    deferred = sum(
+        _dashboard_cost(r, "policy=claude_code_auto_compact&defer=mcp__*")
+        for r in chosen
+        if "mcp__" in " ".join(json_tool_names(r))
+    ) + sum(
+        _dashboard_cost(r, "policy=claude_code_auto_compact")
+        for r in chosen
+        if "mcp__" not in " ".join(json_tool_names(r))
+    )
+    assert view.chosen.cost == pytest.approx(deferred, abs=1e-9)
+    every = sum(_dashboard_cost(r, "policy=claude_code_auto_compact") for r in chosen)
+    assert view.current.cost == pytest.approx(every, abs=1e-9)
+    assert view.chosen.cost < view.current.cost
+    page = alice_client.get(f"/tunings/{tuning.public_id}/").content.decode()
+    assert "ENABLE_TOOL_SEARCH=true" in page
+
+
+def json_tool_names(run: Run) -> list[str]:
+    """The tools a stored capture run's requests define."""
+    from contextsim.model import ToolSpecPart
+    from webapp.store.reads import stored_run
+
+    return [
+        part.name
+        for message in stored_run(run).messages
+        for part in message.parts
+        if isinstance(part, ToolSpecPart)
+    ]

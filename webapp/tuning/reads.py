@@ -26,11 +26,12 @@ from contextsim.analysis.tuning import (
 from contextsim.analysis.tuning import (
     Tuning as Search,
 )
-from contextsim.registry import POLICIES, export
+from contextsim.registry import EVERY_MECHANISM, POLICIES, export
 from contextsim.systems.exporting import ExportContext, Snippet
 from webapp.dashboard.analysis import analyse
 from webapp.dashboard.state import BadQuery, defaults_for, read_state
 from webapp.models import Run, Tuning, TuningCell
+from webapp.store.reads import skeleton_of
 
 CANCELLED = "cancelled"
 """The error of a cell cancelled before a worker took it."""
@@ -189,17 +190,34 @@ def _view(
         return view
     view.setting = found.setting(best)
     view.chosen = found.totals[best]
-    query = urlencode({"policy": view.policy, **view.setting})
+    mechanism = EVERY_MECHANISM.get(name)
     view.at_risk = [
-        AtRisk(c.run, o, _step_link(c.run, view, query, estimator))
+        AtRisk(c.run, o, _step_link(c.run, view, _query(c.run, view, estimator), estimator))
         for c, o in zip(done, found.per_run[best], strict=True)
         if o.risk or o.rejected
     ][:MAX_AT_RISK]
+    if mechanism is not None and mechanism.configure is not None:
+        view.snippets = mechanism.configure(view.setting)
+        return view
     first = done[0].run
     hard_limit, budget = run_window(first)
     params = dataclasses.replace(POLICIES[view.policy].Params(), **view.setting)
     view.snippets = export(view.policy, ExportContext(params, budget, hard_limit, first.model))
     return view
+
+
+def _query(run: Run, view: MechanismView, estimator: str) -> str:
+    """The run's page's query that simulates it under the chosen setting: the policy's
+    parameters, or for a mechanism that defers tools, what it defers on this run."""
+    mechanism = EVERY_MECHANISM.get(view.name)
+    if mechanism is None or mechanism.defers is None or view.setting is None:
+        return urlencode({"policy": view.policy, **(view.setting or {})})
+    sk = skeleton_of(run, estimator)
+    deferral = mechanism.defers(view.setting, sk, run_window(run)[0])
+    query = {"policy": view.policy}
+    if deferral is not None:
+        query["defer"] = ",".join(deferral.patterns)
+    return urlencode(query)
 
 
 def frontier_figure(view: MechanismView) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -22,8 +22,10 @@ from contextsim.analysis.tuning import (
     search_run,
     stored_dimensions,
 )
+from contextsim.counting.skeleton import Skeleton
+from contextsim.engine.deferral import Deferral
 from contextsim.engine.simulate import REPLAY, Simulation, simulate
-from contextsim.registry import POLICIES, mechanisms, own_trigger
+from contextsim.registry import EVERY_MECHANISM, POLICIES, mechanisms, own_trigger
 from webapp.dashboard.analysis import run_prices, run_reconciliation
 from webapp.estimators.reads import estimators_for
 from webapp.jobs import services as jobs
@@ -41,26 +43,33 @@ def create_tuning(
     runs: Sequence[Run],
     *,
     estimator: str,
-    only: Sequence[str] = (),
+    only: Sequence[str] | None = None,
+    everywhere: Sequence[str] = (),
     title: str = "",
 ) -> Tuning:
     """Save a tuning and its queued cells, all or nothing: for each mechanism the runs'
-    systems can use (`only` those named), a cell per run that can use it, over the grid
-    made for the smallest window of those runs. The caller queues the cells
-    (webapp.tasks.queue_tuning). Raises ValueError naming what cannot be done."""
+    systems can use (`only` those named, when given), a cell per run that can use it;
+    and for each
+    mechanism of `everywhere` (any by name, as `contextsim tune --mechanism`), a cell per
+    run; over the grid made for the smallest window of those runs. The caller queues
+    the cells (webapp.tasks.queue_tuning). Raises ValueError naming what cannot be
+    done (an unknown mechanism among them)."""
     if not runs:
         raise ValueError("runs: choose at least one run")
+    unknown = [n for n in everywhere if n not in EVERY_MECHANISM]
+    if unknown:
+        raise ValueError(f"mechanism: unknown {', '.join(unknown)}")
     chosen = [r for r in runs if not r.compaction_request]
     by_name: dict[str, list[Run]] = {}
     found: dict[str, Any] = {}
     for run in chosen:
-        for m in mechanisms(run.format):
-            if only and m.name not in only:
-                continue
+        own = [m for m in mechanisms(run.format) if only is None or m.name in only]
+        names = {m.name for m in own}
+        for m in own + [EVERY_MECHANISM[n] for n in everywhere if n not in names]:
             found[m.name] = m
             by_name.setdefault(m.name, []).append(run)
     if not by_name:
-        asked = ", ".join(only) or "any"
+        asked = ", ".join([*(only or ()), *everywhere]) or "any"
         raise ValueError(f"mechanism: no run chosen can use {asked} mechanism")
     spaces = {}
     for name, users in by_name.items():
@@ -164,7 +173,11 @@ def search_cell(cell: TuningCell) -> dict[str, Any]:
     prices = run_prices(run)
     hard_limit, budget = run_window(run)
 
-    def simulated(policy: str, values: Mapping[str, Any]) -> Simulation:
+    def simulated(
+        policy: str,
+        values: Mapping[str, Any],
+        defers: Callable[[Skeleton, int], Deferral | None] | None,
+    ) -> Simulation:
         chosen = POLICIES[policy]
         params = dataclasses.replace(chosen.Params(), **values) if values else None
         return simulate(
@@ -176,10 +189,14 @@ def search_cell(cell: TuningCell) -> dict[str, Any]:
             count=counter.count,
             prices=prices,
             reconcile=rec,
+            deferral=defers(sk, hard_limit) if defers is not None else None,
         )
 
     own = own_trigger(run.format)
-    found = search_run(simulated, space["policy"], dims, own.name if own else REPLAY)
+    mechanism = EVERY_MECHANISM.get(cell.mechanism)
+    if mechanism is None:
+        raise ValueError(f"mechanism {cell.mechanism} no longer exists")
+    found = search_run(simulated, mechanism, dims, own.name if own else REPLAY)
     return {
         "points": [figures_of(o) for o in found.points],
         "simulated": found.simulated,

@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from contextsim.registry import mechanisms
+from contextsim.registry import EVERY_MECHANISM, mechanisms
 from webapp import tasks
 from webapp.estimators import reads as estimators
 from webapp.http import SignedInRequest
@@ -54,18 +54,28 @@ def new_tuning(request: SignedInRequest) -> HttpResponse:
         return render(request, "tunings/new.html", {"error": str(exc)}, status=400)
     names = list(estimators.estimators_for(request.user))
     offered = {m.name: m.label for r in chosen for m in mechanisms(r.format)}
+    others = {n: m.label for n, m in EVERY_MECHANISM.items() if n not in offered}
     error = ""
     if request.method == "POST":
         estimator = query.get("estimator", "")
-        picked = [m for m in query.getlist("mechanism") if m in offered]
+        asked = query.getlist("mechanism")
+        picked = [m for m in asked if m in offered]
+        everywhere = [m for m in asked if m in others]
+        unknown = [m for m in asked if m not in offered and m not in others]
         if estimator not in names:
             error = f"estimator: choose one of {', '.join(names)}"
-        elif not picked:
+        elif unknown:
+            error = f"mechanism: unknown {', '.join(unknown)}"
+        elif not picked and not everywhere:
             error = "mechanism: choose at least one"
         else:
             try:
                 tuning = services.create_tuning(
-                    request.user, chosen, estimator=estimator, only=picked
+                    request.user,
+                    chosen,
+                    estimator=estimator,
+                    only=picked,
+                    everywhere=everywhere,
                 )
             except ValueError as exc:
                 error = str(exc)
@@ -75,6 +85,7 @@ def new_tuning(request: SignedInRequest) -> HttpResponse:
     context = {
         "chosen": chosen,
         "offered": offered,
+        "others": others,
         "estimators": names,
         "estimator": query.get("estimator", "o200k" if "o200k" in names else names[0]),
         "error": error,

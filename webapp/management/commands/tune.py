@@ -11,6 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from contextsim.registry import mechanisms
 from webapp import tasks
 from webapp.estimators.reads import estimators_for
 from webapp.management.owners import command_owner, command_runs
@@ -40,11 +41,19 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         owner = command_owner(options["owner"])
         runs = command_runs(owner, options["run"], options["collection"])
+        asked = options["mechanism"]
+        # A mechanism no chosen run's agent has is tried on every run (as `contextsim
+        # tune --mechanism` does); the others on the runs that have them.
+        own = {m.name for r in runs for m in mechanisms(r.format)}
         if options["estimator"] not in estimators_for(owner):
             raise CommandError(f"unknown estimator {options['estimator']!r}")
         try:
             tuning = services.create_tuning(
-                owner, runs, estimator=options["estimator"], only=options["mechanism"]
+                owner,
+                runs,
+                estimator=options["estimator"],
+                only=[m for m in asked if m in own] if asked else None,
+                everywhere=[m for m in asked if m not in own],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
