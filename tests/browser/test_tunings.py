@@ -65,3 +65,40 @@ def test_the_tuning_page_draws_its_frontiers(page, chromium, axe_source, path):
         assert shown.locator("#tuning-progress").count() == 1
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("path", SESSION)
+def test_the_form_offers_other_mechanisms_on_a_phone(page, chromium, axe_source, path):
+    """The form's "other mechanisms" opens, passes axe-core and fits 390 px; one chosen
+    there is tried on the run although its agent does not have it."""
+    from django.contrib.auth.models import User
+
+    from tests.web.test_import_service import import_bytes
+    from webapp.models import Run, Tuning
+
+    owner, _ = User.objects.get_or_create(username="local")
+    import_bytes(owner, path.name, path.read_bytes())
+    main = Run.objects.get(owner=owner, compaction_request=False, subagent=False)
+    context = chromium.new_context(viewport={"width": 390, "height": 800}, bypass_csp=True)
+    shown = context.new_page()
+    shown.set_default_timeout(15_000)
+    try:
+        shown.goto(f"{page.base}/tunings/new/?run={main.public_id}")
+        shown.get_by_text("Other mechanisms, tried on every run").click()
+        other = shown.get_by_label("Codex's model_auto_compact_token_limit")
+        assert other.is_visible() and not other.is_checked()
+        wide = shown.evaluate("() => document.documentElement.scrollWidth")
+        assert wide <= 391, f"the form is {wide} px wide at 390"
+        assert axe_violations(shown, axe_source) == []
+        checked = shown.locator("input[name=mechanism]:checked")
+        for value in checked.evaluate_all("boxes => boxes.map(b => b.value)"):
+            shown.locator(f"input[name=mechanism][value='{value}']").uncheck()
+        other.check()
+        shown.get_by_label("Estimator").select_option("chars4")
+        shown.get_by_role("button", name="Start the tuning").click()
+        shown.wait_for_url("**/tunings/*/")
+        tuning = Tuning.objects.get(owner=owner)
+        assert list(tuning.spaces) == ["codex-auto-compact"]
+        assert list(tuning.cells.values_list("run_id", flat=True)) == [main.pk]
+    finally:
+        context.close()
