@@ -29,10 +29,12 @@ from bench.synthetic import Spec, generate
 from contextsim.cli.tune import prepare, report, tune_mechanism
 from contextsim.counting.estimators import ESTIMATORS
 from contextsim.model import Run
-from contextsim.systems.anthropic_api.tuning import MECHANISMS as API
-from contextsim.systems.claude_code.tuning import MECHANISMS as CLAUDE_CODE
+from contextsim.registry import EVERY_MECHANISM
 
 TARGET_S = 120.0  # issue 35: 200 runs of 200 requests over 3 mechanisms
+MECHANISMS = tuple(
+    EVERY_MECHANISM[n] for n in ("claude-code-auto-compact", "clear-tool-uses", "clear-thinking")
+)
 
 
 def _runs(count: int, steps: int) -> list[Run]:
@@ -69,7 +71,7 @@ def _in_process(runs: list[Run], steps: int) -> list[Figure]:
         Figure(f"{runs_n} runs of {steps} requests: prepared", time.perf_counter() - started)
     ]
     total_sims = total_grid = 0
-    for mechanism in (*CLAUDE_CODE, *API):
+    for mechanism in MECHANISMS:
         began = time.perf_counter()
         found, base = tune_mechanism(mechanism, prepared, estimator)
         said = report(mechanism, prepared, found, base)
@@ -118,7 +120,7 @@ def _as_a_job(data_dir: str, runs: list[Run], steps: int) -> list[Figure]:
         done = subprocess.run(
             [sys.executable, "manage.py", "tune", "--estimator=chars4", "--wait", "--json"]
             + [f"--run={r.public_id}" for r in stored]
-            + [f"--mechanism={m.name}" for m in (*CLAUDE_CODE, *API)],
+            + [f"--mechanism={m.name}" for m in MECHANISMS],
             cwd=ROOT,
             env=env,
             capture_output=True,
