@@ -36,7 +36,7 @@ Everything here is deterministic; no wall clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import product
@@ -45,6 +45,7 @@ from typing import Any
 from contextsim.analysis.traced import Tracer, region, settle
 from contextsim.counting.skeleton import Skeleton
 from contextsim.engine.deferral import Deferral
+from contextsim.engine.policy import make_params
 from contextsim.engine.simulate import REPLAY, Simulation
 from contextsim.systems.exporting import Snippet
 
@@ -201,6 +202,62 @@ class Mechanism:
     configure: Callable[[Mapping[str, Any]], tuple[Snippet, ...]] | None = None
     """A setting as the real system's configuration, where the policy's exporter
     cannot say it (a `defers` mechanism)."""
+
+
+POLICY_PREFIX = "policy:"
+"""The name of a mechanism made for any policy on request: policy:<its name>."""
+MAX_GRID_POINTS = 5_000
+"""Points a grid asked for by hand may have (the product of its values' counts)."""
+
+
+def grid_of(items: Iterable[str]) -> dict[str, str]:
+    """Text values by parameter from items "KEY=V1,V2,..." (blank items left out);
+    ValueError naming an item that is not of that form."""
+    out: dict[str, str] = {}
+    for item in items:
+        if not item.strip():
+            continue
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"expected KEY=V1,V2,..., got {item.strip()[:80]!r}")
+        out[key.strip()] = text
+    return out
+
+
+def policy_mechanism(
+    policy: str, label: str, params_type: type[Any], grid: Mapping[str, str]
+) -> Mechanism:
+    """A mechanism for any policy by name (`policy:<name>`), over the values `grid` gives
+    each of its parameters as text ("1000, 2000, 4000", as `--set` takes one value).
+    Numeric values are an ordered dimension (sorted), others a choice. Raises
+    ValueError naming the parameter and the value that is wrong (an unknown parameter,
+    a value of the wrong type, one the policy refuses, none at all), or a grid over
+    MAX_GRID_POINTS."""
+    if not grid:
+        raise ValueError(f"{policy}: give the values to search, e.g. trigger=50000,100000")
+    dims = []
+    points = 1
+    for name, text in grid.items():
+        raw = [v.strip() for v in text.split(",") if v.strip()]
+        if not raw:
+            raise ValueError(f"{name}: no value to search")
+        values = []
+        for value in raw:
+            try:
+                params = make_params(params_type, {name: value})
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{name}={value}: {exc}") from None
+            values.append(getattr(params, name))
+        distinct = list(dict.fromkeys(values))
+        numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in distinct)
+        dims.append(
+            Dimension(name, tuple(sorted(distinct)) if numeric else tuple(distinct), numeric)
+        )
+        points *= len(distinct)
+    if points > MAX_GRID_POINTS:
+        raise ValueError(f"{points:,} settings; at most {MAX_GRID_POINTS:,}: fewer values")
+    fixed = tuple(dims)
+    return Mechanism(POLICY_PREFIX + policy, label, policy, lambda window: fixed)
 
 
 def share_steps(window: int, first: float, last: float, step: float) -> tuple[int, ...]:

@@ -28,7 +28,7 @@ from contextsim.cli import export_config as export_command
 from contextsim.cli import run_agent, send_history, tune
 from contextsim.cli.parameters import set_values
 from contextsim.counting.builder import build, reference_tokens
-from contextsim.counting.estimators import ESTIMATORS
+from contextsim.counting.estimators import DEFAULT, ESTIMATORS
 from contextsim.counting.skeleton import Skeleton
 from contextsim.engine.deferral import Deferral, deferred_names, parse_deferral, removed_names
 from contextsim.engine.policy import make_params, param_fields
@@ -307,7 +307,11 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--scale", type=_ratio, help="provider tokens per estimator token (replaces the fit)"
     )
-    sim.add_argument("--estimator", default="script", help="one of " + ", ".join(ESTIMATORS))
+    sim.add_argument(
+        "--estimator",
+        default=DEFAULT,
+        help=f"one of {', '.join(ESTIMATORS)} (default {DEFAULT}, as the dashboard)",
+    )
     sim.add_argument(
         "--reference",
         default="o200k",

@@ -28,6 +28,8 @@ from contextsim.analysis.tuning import (
     Outcome,
     Tuning,
     combined,
+    grid_of,
+    policy_mechanism,
     search_run,
 )
 from contextsim.counting.builder import build
@@ -224,6 +226,17 @@ def add_to(sub: Any) -> None:
         default=[],
         help="these mechanisms, on every run (repeatable; default: each run's agent's own)",
     )
+    cmd.add_argument(
+        "--policy",
+        help="also any policy by name, over the values --grid gives its parameters",
+    )
+    cmd.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2,...",
+        help="values of a parameter of --policy to search (repeatable)",
+    )
     cmd.add_argument("--estimator", default=DEFAULT, help=f"token estimator (default {DEFAULT})")
     cmd.add_argument("--json", action="store_true", help="print JSON")
     cmd.set_defaults(handler=tune)
@@ -246,11 +259,14 @@ def tune(args: argparse.Namespace) -> int:
         known = ", ".join(EVERY_MECHANISM)
         print(f"error: --mechanism: unknown {', '.join(unknown)}; known: {known}", file=sys.stderr)
         return 2
+    chosen_policy = _policy_mechanism(args.policy, args.grid)
     by_mechanism: dict[str, tuple[Mechanism, list[Run]]] = {}
     for run in tuned:
         # Asked for by name, a mechanism is tried on every run; else each run's own.
-        offered = [EVERY_MECHANISM[m] for m in args.mechanism] or mechanisms(run.format)
-        for m in offered:
+        offered = [EVERY_MECHANISM[m] for m in args.mechanism]
+        if chosen_policy is not None:
+            offered.append(chosen_policy)
+        for m in offered or mechanisms(run.format):
             by_mechanism.setdefault(m.name, (m, []))[1].append(run)
     if not by_mechanism:
         print(
@@ -268,6 +284,23 @@ def tune(args: argparse.Namespace) -> int:
         for item in out:
             print(_text(item))
     return 0
+
+
+def _policy_mechanism(policy: str | None, grid: list[str]) -> Mechanism | None:
+    """The mechanism --policy and --grid ask for (None without --policy); FormatError
+    naming the option for what is wrong."""
+    if policy is None:
+        if grid:
+            raise FormatError("--grid", "", "give the policy it searches with --policy")
+        return None
+    if policy not in POLICIES or policy == REPLAY:
+        known = ", ".join(n for n in POLICIES if n != REPLAY)
+        raise FormatError("--policy", "", f"unknown policy {policy!r}; known: {known}")
+    chosen = POLICIES[policy]
+    try:
+        return policy_mechanism(policy, chosen.label, chosen.Params, grid_of(grid))
+    except ValueError as exc:
+        raise FormatError("--grid", "", str(exc)) from None
 
 
 def _text(item: dict[str, Any]) -> str:

@@ -87,6 +87,8 @@ def test_the_form_offers_other_mechanisms_on_a_phone(page, chromium, axe_source,
         shown.get_by_text("Other mechanisms, tried on every run").click()
         other = shown.get_by_label("Codex's model_auto_compact_token_limit")
         assert other.is_visible() and not other.is_checked()
+        shown.get_by_text("Any policy, over values you give").click()
+        assert shown.get_by_label("Values to search, a parameter a line").is_visible()
         wide = shown.evaluate("() => document.documentElement.scrollWidth")
         assert wide <= 391, f"the form is {wide} px wide at 390"
         assert axe_violations(shown, axe_source) == []

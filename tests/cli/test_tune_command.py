@@ -138,3 +138,33 @@ def test_tool_search_on_a_capture_is_what_simulate_says_deferring_mcp_tools(path
     assert item["current"]["cost"] == pytest.approx(sum(s["cost"] for s in every), abs=1e-5)
     assert best["cost"] < item["current"]["cost"]
     assert any("ENABLE_TOOL_SEARCH=true" in c["text"] for c in best["configuration"])
+
+
+@pytest.mark.parametrize("path", SESSIONS)
+def test_any_policy_is_searched_over_the_values_given(path):
+    """--policy with --grid: any policy, over the values given, each point what
+    `simulate --set` says of it; bad values are named."""
+    grid = ("--grid", "trigger=40000, 80000,120000", "--grid", "keep=2,1")
+    code, out, err = _run(
+        "tune",
+        str(path),
+        "--estimator",
+        ESTIMATOR,
+        "--policy",
+        "langchain_clear_tool_uses",
+        *grid,
+        "--json",
+    )
+    assert code == 0, err
+    (item,) = json.loads(out)["mechanisms"]
+    assert item["mechanism"] == "policy:langchain_clear_tool_uses"
+    assert item["grid_points"] == 6  # sorted numbers: keep 1, 2
+    for point in item["frontier"]:
+        runs = _simulate(path, "langchain_clear_tool_uses", point["setting"])
+        assert point["cost"] == pytest.approx(sum(s["cost"] for s in runs), abs=1e-5)
+    code, _, err = _run("tune", str(path), "--policy", "mythex", "--grid", "batch=many")
+    assert code == 2 and "--grid: batch=many: batch: expected int, got 'many'" in err
+    code, _, err = _run("tune", str(path), "--policy", "nope", "--grid", "x=1")
+    assert code == 2 and "--policy: unknown policy 'nope'" in err
+    code, _, err = _run("tune", str(path), "--grid", "batch=1")
+    assert code == 2 and "give the policy it searches with --policy" in err

@@ -151,6 +151,12 @@ def test_the_tune_command_prints_what_the_page_shows(alice, monkeypatch, capsys,
     call_command("tune", *args, "--mechanism=codex-auto-compact", "--wait", "--json")
     (said,) = json.loads(capsys.readouterr().out)
     assert said["mechanism"] == "codex-auto-compact" and said["runs"] == 1
+    # Any policy, over the values given.
+    call_command("tune", *args, "--policy=mythex", "--grid=batch=1,2", "--wait", "--json")
+    (said,) = json.loads(capsys.readouterr().out)
+    assert said["mechanism"] == "policy:mythex" and said["grid_simulations"] == 2
+    with pytest.raises(CommandError, match="--grid: batch=x: batch: expected int"):
+        call_command("tune", *args, "--policy=mythex", "--grid=batch=x")
     with pytest.raises(CommandError, match="no run given"):
         call_command("tune", "--owner=alice")
 
@@ -248,3 +254,28 @@ def json_tool_names(run: Run) -> list[str]:
         for part in message.parts
         if isinstance(part, ToolSpecPart)
     ]
+
+
+@pytest.mark.parametrize("path", SESSION)
+def test_any_policy_over_values_given_in_the_form(alice, alice_client, path):
+    """The form's "any policy": the values typed for its parameters are searched on
+    every run, and the point it recommends costs what the dashboard says under it; a
+    value the policy refuses is named and nothing is saved."""
+    import_bytes(alice, path.name, path.read_bytes())
+    main = Run.objects.get(owner=alice, compaction_request=False, subagent=False)
+    form = {"run": [main.public_id], "estimator": ESTIMATOR, "policy": "langchain_clear_tool_uses"}
+    refused = alice_client.post("/tunings/new/", {**form, "grid": "keep=1, many"})
+    assert refused.status_code == 400
+    assert "values: keep=many: keep: expected int, got &#x27;many&#x27;" in refused.content.decode()
+    assert not Tuning.objects.exists()
+    grid = "trigger=40000, 80000, 120000\nkeep=1, 3"
+    assert alice_client.post("/tunings/new/", {**form, "grid": grid}).status_code == 302
+    tuning = Tuning.objects.get(owner=alice)
+    assert list(tuning.spaces) == ["policy:langchain_clear_tool_uses"]
+    _searched(tuning)
+    (view,) = reads.mechanism_views(tuning)
+    assert len(view.search.totals) == 6
+    for setting, found in view.frontier:
+        query = "&".join(f"{k}={v}" for k, v in setting.items())
+        cost = _dashboard_cost(main, f"policy=langchain_clear_tool_uses&{query}")
+        assert found.cost == pytest.approx(cost, abs=1e-9)

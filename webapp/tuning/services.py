@@ -16,7 +16,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from contextsim.analysis.tuning import (
+    POLICY_PREFIX,
     Dimension,
+    Mechanism,
     dimensions_of,
     figures_of,
     search_run,
@@ -45,15 +47,18 @@ def create_tuning(
     estimator: str,
     only: Sequence[str] | None = None,
     everywhere: Sequence[str] = (),
+    extra: Sequence[Mechanism] = (),
     title: str = "",
 ) -> Tuning:
-    """Save a tuning and its queued cells, all or nothing: for each mechanism the runs'
-    systems can use (`only` those named, when given), a cell per run that can use it;
-    and for each
-    mechanism of `everywhere` (any by name, as `contextsim tune --mechanism`), a cell per
-    run; over the grid made for the smallest window of those runs. The caller queues
-    the cells (webapp.tasks.queue_tuning). Raises ValueError naming what cannot be
-    done (an unknown mechanism among them)."""
+    """Save a tuning and its queued cells, all or nothing, over the grid made for the
+    smallest window of each mechanism's runs:
+    - each mechanism the runs' systems can use (`only` those named, when given), a cell
+      per run that can use it;
+    - each mechanism of `everywhere` (any by name, as `contextsim tune --mechanism`)
+      and of `extra` (made on request: any policy over a grid given by hand,
+      tuning.policy_mechanism), a cell per run.
+    The caller queues the cells (webapp.tasks.queue_tuning). Raises ValueError naming
+    what cannot be done (an unknown mechanism among them)."""
     if not runs:
         raise ValueError("runs: choose at least one run")
     unknown = [n for n in everywhere if n not in EVERY_MECHANISM]
@@ -65,7 +70,8 @@ def create_tuning(
     for run in chosen:
         own = [m for m in mechanisms(run.format) if only is None or m.name in only]
         names = {m.name for m in own}
-        for m in own + [EVERY_MECHANISM[n] for n in everywhere if n not in names]:
+        tried = [EVERY_MECHANISM[n] for n in everywhere if n not in names] + list(extra)
+        for m in own + tried:
             found[m.name] = m
             by_name.setdefault(m.name, []).append(run)
     if not by_name:
@@ -194,7 +200,10 @@ def search_cell(cell: TuningCell) -> dict[str, Any]:
 
     own = own_trigger(run.format)
     mechanism = EVERY_MECHANISM.get(cell.mechanism)
-    if mechanism is None:
+    if mechanism is None and cell.mechanism.startswith(POLICY_PREFIX):
+        # Any policy on request: its grid is the one stored.
+        mechanism = Mechanism(cell.mechanism, space["label"], space["policy"], lambda w: dims)
+    if mechanism is None or space["policy"] not in POLICIES:
         raise ValueError(f"mechanism {cell.mechanism} no longer exists")
     found = search_run(simulated, mechanism, dims, own.name if own else REPLAY)
     return {

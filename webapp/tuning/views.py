@@ -11,7 +11,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from contextsim.registry import EVERY_MECHANISM, mechanisms
+from contextsim.analysis.tuning import Mechanism, grid_of, policy_mechanism
+from contextsim.engine.simulate import REPLAY
+from contextsim.registry import EVERY_MECHANISM, POLICIES, mechanisms
 from webapp import tasks
 from webapp.estimators import reads as estimators
 from webapp.http import SignedInRequest
@@ -56,17 +58,21 @@ def new_tuning(request: SignedInRequest) -> HttpResponse:
     offered = {m.name: m.label for r in chosen for m in mechanisms(r.format)}
     others = {n: m.label for n, m in EVERY_MECHANISM.items() if n not in offered}
     error = ""
+    policy, grid = query.get("policy", ""), query.get("grid", "")
     if request.method == "POST":
         estimator = query.get("estimator", "")
         asked = query.getlist("mechanism")
         picked = [m for m in asked if m in offered]
         everywhere = [m for m in asked if m in others]
         unknown = [m for m in asked if m not in offered and m not in others]
+        extra, bad_policy = _policy_asked(policy, grid)
         if estimator not in names:
             error = f"estimator: choose one of {', '.join(names)}"
         elif unknown:
             error = f"mechanism: unknown {', '.join(unknown)}"
-        elif not picked and not everywhere:
+        elif bad_policy:
+            error = bad_policy
+        elif not picked and not everywhere and not extra:
             error = "mechanism: choose at least one"
         else:
             try:
@@ -76,6 +82,7 @@ def new_tuning(request: SignedInRequest) -> HttpResponse:
                     estimator=estimator,
                     only=picked,
                     everywhere=everywhere,
+                    extra=extra,
                 )
             except ValueError as exc:
                 error = str(exc)
@@ -86,11 +93,28 @@ def new_tuning(request: SignedInRequest) -> HttpResponse:
         "chosen": chosen,
         "offered": offered,
         "others": others,
+        "policies": [(n, p.label) for n, p in POLICIES.items() if n != REPLAY],
+        "policy": policy,
+        "grid": grid,
         "estimators": names,
         "estimator": query.get("estimator", "o200k" if "o200k" in names else names[0]),
         "error": error,
     }
     return render(request, "tunings/new.html", context, status=400 if error else 200)
+
+
+def _policy_asked(policy: str, grid: str) -> tuple[list[Mechanism], str]:
+    """The mechanism the form's "any policy" asks for ([] when none), or why not."""
+    if not policy:
+        return [], ""
+    if policy not in POLICIES or policy == REPLAY:
+        return [], f"policy: unknown {policy[:80]!r}"
+    chosen = POLICIES[policy]
+    try:
+        values = grid_of(grid.splitlines())
+        return [policy_mechanism(policy, chosen.label, chosen.Params, values)], ""
+    except ValueError as exc:
+        return [], f"values: {exc}"
 
 
 @login_required

@@ -11,7 +11,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from contextsim.registry import mechanisms
+from contextsim.analysis.tuning import Mechanism, grid_of, policy_mechanism
+from contextsim.engine.simulate import REPLAY
+from contextsim.registry import POLICIES, mechanisms
 from webapp import tasks
 from webapp.estimators.reads import estimators_for
 from webapp.management.owners import command_owner, command_runs
@@ -32,6 +34,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--mechanism", action="append", default=[], help="only these (default: every one)"
         )
+        parser.add_argument(
+            "--policy", default="", help="also any policy by name, over the values of --grid"
+        )
+        parser.add_argument(
+            "--grid",
+            action="append",
+            default=[],
+            metavar="KEY=V1,V2,...",
+            help="values of a parameter of --policy to search (repeatable)",
+        )
         parser.add_argument("--estimator", default="o200k")
         parser.add_argument("--owner", default="", help="username (default: the local user)")
         parser.add_argument("--wait", action="store_true", help="follow it until it is done")
@@ -42,6 +54,7 @@ class Command(BaseCommand):
         owner = command_owner(options["owner"])
         runs = command_runs(owner, options["run"], options["collection"])
         asked = options["mechanism"]
+        extra = self._policy(options["policy"], options["grid"])
         # A mechanism no chosen run's agent has is tried on every run (as `contextsim
         # tune --mechanism` does); the others on the runs that have them.
         own = {m.name for r in runs for m in mechanisms(r.format)}
@@ -52,8 +65,9 @@ class Command(BaseCommand):
                 owner,
                 runs,
                 estimator=options["estimator"],
-                only=[m for m in asked if m in own] if asked else None,
+                only=[m for m in asked if m in own] if asked or extra else None,
                 everywhere=[m for m in asked if m not in own],
+                extra=extra,
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
@@ -80,6 +94,20 @@ class Command(BaseCommand):
                 f"{v.label}: {setting}: ${v.chosen.cost:.2f} against ${v.current.cost:.2f} as "
                 f"it ran (saves {100 * v.saved_share:.1f}%), risk {v.chosen.risk}"
             )
+
+    def _policy(self, policy: str, grid: list[str]) -> list[Mechanism]:
+        """The mechanism --policy and --grid ask for ([] without --policy)."""
+        if not policy:
+            if grid:
+                raise CommandError("--grid: give the policy it searches with --policy")
+            return []
+        if policy not in POLICIES or policy == REPLAY:
+            raise CommandError(f"--policy: unknown policy {policy!r}")
+        chosen = POLICIES[policy]
+        try:
+            return [policy_mechanism(policy, chosen.label, chosen.Params, grid_of(grid))]
+        except ValueError as exc:
+            raise CommandError(f"--grid: {exc}") from None
 
     def _follow(self, tuning: Tuning, timeout: float) -> None:
         deadline = time.monotonic() + timeout
