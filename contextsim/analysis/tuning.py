@@ -36,6 +36,8 @@ Everything here is deterministic; no wall clock.
 
 from __future__ import annotations
 
+import dataclasses
+import statistics
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -78,7 +80,10 @@ class Outcome:
     """What a setting did to one run (or a sum over runs): dollars, requests over the
     hard limit (`rejected`, must be 0), `risk` (results the setting removed that the
     agent asked for again by the same call), tokens sent over all requests, the largest
-    request, and requests."""
+    request, requests, tokens read from the cache (`cached`: the hit rate is cached /
+    sent) and the median request (`median`, tokens; over several runs, the median of
+    the runs' medians weighted by their requests: exact for one run). -1 in `cached`
+    or `median`: not known (a result stored before they were kept)."""
 
     cost: float
     rejected: int
@@ -86,8 +91,17 @@ class Outcome:
     sent: int
     peak: int
     requests: int
+    cached: int = 0
+    median: int = 0
 
     def __add__(self, other: Outcome) -> Outcome:
+        """The sum of two runs' outcomes; a median of two is not theirs to sum: -1
+        (total_of sums a list with its median)."""
+        if not self.requests:
+            return other
+        if not other.requests:
+            return self
+        known = self.cached >= 0 and other.cached >= 0
         return Outcome(
             self.cost + other.cost,
             self.rejected + other.rejected,
@@ -95,21 +109,64 @@ class Outcome:
             self.sent + other.sent,
             max(self.peak, other.peak),
             self.requests + other.requests,
+            self.cached + other.cached if known else -1,
+            -1,
         )
+
+    @property
+    def hit_rate(self) -> float | None:
+        """Share of the tokens sent that were read from the cache (None: not known)."""
+        if self.cached < 0 or not self.sent:
+            return None
+        return self.cached / self.sent
 
 
 NOTHING = Outcome(0.0, 0, 0, 0, 0, 0)
 
 
+def total_of(outcomes: Sequence[Outcome]) -> Outcome:
+    """The outcomes of several runs summed, with the median of their medians weighted
+    by their requests (-1 when one is not known)."""
+    total = NOTHING
+    for o in outcomes:
+        total = total + o
+    counted = [o for o in outcomes if o.requests]
+    if len(counted) < 2:
+        return total
+    if any(o.median < 0 for o in counted):
+        return dataclasses.replace(total, median=-1)
+    ordered = sorted(counted, key=lambda o: o.median)
+    half, seen = (total.requests + 1) // 2, 0
+    for o in ordered:
+        seen += o.requests
+        if seen >= half:
+            return dataclasses.replace(total, median=o.median)
+    return total
+
+
 def outcome_of(figures: Sequence[Any]) -> Outcome:
-    """The Outcome of its stored form ([cost, rejected, risk, sent, peak, requests])."""
-    cost, rejected, risk, sent, peak, requests = figures
-    return Outcome(float(cost), int(rejected), int(risk), int(sent), int(peak), int(requests))
+    """The Outcome of its stored form ([cost, rejected, risk, sent, peak, requests,
+    cached, median]; a form of six, stored before the last two were kept, reads them
+    as -1: not known)."""
+    cost, rejected, risk, sent, peak, requests, *rest = figures
+    cached, median = (int(rest[0]), int(rest[1])) if len(rest) == 2 else (-1, -1)
+    return Outcome(
+        float(cost), int(rejected), int(risk), int(sent), int(peak), int(requests), cached, median
+    )
 
 
 def figures_of(found: Outcome) -> list[Any]:
     """An Outcome's stored form (outcome_of reads it back)."""
-    return [found.cost, found.rejected, found.risk, found.sent, found.peak, found.requests]
+    return [
+        found.cost,
+        found.rejected,
+        found.risk,
+        found.sent,
+        found.peak,
+        found.requests,
+        found.cached,
+        found.median,
+    ]
 
 
 def outcome(sim: Simulation) -> Outcome:
@@ -122,6 +179,8 @@ def outcome(sim: Simulation) -> Outcome:
         sent=sum(r.sent for r in records),
         peak=max((r.sent for r in records), default=0),
         requests=len(records),
+        cached=sum(r.cached for r in records),
+        median=statistics.median_low([r.sent for r in records]) if records else 0,
     )
 
 
@@ -176,10 +235,7 @@ def combined(
     result = Tuning(tuple(dims), simulated=simulated, grid=len(points) * len(runs))
     for k, p in enumerate(points):
         per_run = [outcomes[k] for outcomes in runs]
-        total = NOTHING
-        for o in per_run:
-            total = total + o
-        result.totals[p] = total
+        result.totals[p] = total_of(per_run)
         result.per_run[p] = per_run
     return result
 
@@ -334,8 +390,9 @@ def search(runs: int, dimensions: Sequence[Dimension], evaluate: Evaluate) -> Tu
             for other in settled:
                 found.setdefault(other, got)
         for point in points:
-            result.totals[point] = result.totals[point] + found[point]
             result.per_run[point].append(found[point])
+    for point in points:
+        result.totals[point] = total_of(result.per_run[point])
     return result
 
 
@@ -368,7 +425,7 @@ def _simulated(
     return got, settled
 
 
-_FIELDS = ("cost", "rejected", "risk", "sent", "peak", "requests")
+_FIELDS = ("cost", "rejected", "risk", "sent", "peak", "requests", "cached", "median")
 
 
 Simulate = Callable[
@@ -416,10 +473,20 @@ def search_run(
     return RunSearch(
         tuple(found.per_run[p][0] for p in grid_points(dimensions)),
         found.simulated,
-        outcome(simulated(REPLAY, {}, None)),
+        _measured(simulated(REPLAY, {}, None)),
         outcome(simulated(own_policy, {}, None)),
         own_policy,
     )
+
+
+def _measured(replay: Simulation) -> Outcome:
+    """What really happened: the replay's Outcome, with the tokens the provider read
+    from its cache as it measured them (-1 when a request has no measured usage)."""
+    usages = [u for u in replay.skeleton.usage if u is not None]
+    found = outcome(replay)
+    if len(usages) != found.requests:
+        return dataclasses.replace(found, cached=-1)
+    return dataclasses.replace(found, cached=sum(u.cache_read for u in usages))
 
 
 def exhaustive(runs: int, dimensions: Sequence[Dimension], evaluate: Evaluate) -> Tuning:
@@ -431,10 +498,7 @@ def exhaustive(runs: int, dimensions: Sequence[Dimension], evaluate: Evaluate) -
     for p in points:
         outcomes = [evaluate(n, result.setting(p)) for n in range(runs)]
         result.per_run[p] = outcomes
-        total = NOTHING
-        for o in outcomes:
-            total = total + o
-        result.totals[p] = total
+        result.totals[p] = total_of(outcomes)
     return result
 
 

@@ -23,7 +23,6 @@ from typing import Any
 
 from contextsim.analysis.report import load_runs
 from contextsim.analysis.tuning import (
-    NOTHING,
     Mechanism,
     Outcome,
     Tuning,
@@ -31,6 +30,7 @@ from contextsim.analysis.tuning import (
     grid_of,
     policy_mechanism,
     search_run,
+    total_of,
 )
 from contextsim.counting.builder import build
 from contextsim.counting.estimators import DEFAULT, ESTIMATORS, Estimator
@@ -140,9 +140,8 @@ def tune_mechanism(
             )
         )
     found = combined(dims, [r.points for r in searched], sum(r.simulated for r in searched))
-    logged = current = NOTHING
-    for r in searched:
-        logged, current = logged + r.logged, current + r.current
+    logged = total_of([r.logged for r in searched])
+    current = total_of([r.current for r in searched])
     policies = tuple(sorted({r.current_policy for r in searched}))
     return found, Baselines(logged, current, policies)
 
@@ -303,15 +302,24 @@ def _policy_mechanism(policy: str | None, grid: list[str]) -> Mechanism | None:
         raise FormatError("--grid", "", str(exc)) from None
 
 
+def _context(figures: dict[str, Any]) -> str:
+    """Peak and median request, and the cache hit rate, of an Outcome as a dict."""
+    said = f"peak {figures['peak']:,} tokens"
+    if figures["median"] >= 0:
+        said += f", median {figures['median']:,}"
+    if figures["cached"] >= 0 and figures["sent"]:
+        said += f", {100 * figures['cached'] / figures['sent']:.1f}% read from the cache"
+    return said
+
+
 def _text(item: dict[str, Any]) -> str:
     logged, current = item["as_logged"], item["current"]
     lines = [
         f"{item['label']} ({item['mechanism']}), {len(item['runs'])} run(s), "
         f"window {item['window']:,} tokens",
-        f"  what happened: ${logged['cost']:.4f} measured, peak {logged['peak']:,} tokens",
+        f"  what happened: ${logged['cost']:.4f} measured, {_context(logged)}",
         f"  simulated as it ran ({', '.join(current['policies'])}): ${current['cost']:.4f}, "
-        f"peak {current['peak']:,} tokens, {current['rejected']} over the limit, "
-        f"risk {current['risk']}",
+        f"{_context(current)}, {current['rejected']} over the limit, risk {current['risk']}",
         f"  searched {item['grid_points']} settings with {item['simulations']:,} "
         f"simulations ({item['grid_simulations']:,} for the whole grid)",
     ]
@@ -324,7 +332,7 @@ def _text(item: dict[str, Any]) -> str:
         f"  recommended: {setting}: ${best['cost']:.4f} "
         f"(saves ${best['saved']:.4f}, {100 * best['saved_share']:.1f}% of the simulated "
         "run), "
-        f"peak {best['peak']:,} tokens, risk {best['risk']}",
+        f"{_context(best)}, risk {best['risk']}",
     ]
     for snippet in best["configuration"]:
         lines.append(f"  {snippet['label']}:")

@@ -12,11 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextsim.analysis.tuning import (
+    NOTHING,
     Dimension,
+    Outcome,
     exhaustive,
+    figures_of,
     outcome,
+    outcome_of,
     removed_then_asked,
     search,
+    total_of,
 )
 from contextsim.cli.tune import prepare, simulated
 from contextsim.counting.builder import build
@@ -65,14 +70,16 @@ def evaluator(runs, policy: str, hard_limit: int = HARD_LIMIT, defers=None):
     return evaluate
 
 
-def tool_run(sizes: list[int], repeats: list[int]) -> Run:
+def tool_run(sizes: list[int], repeats: list[int], measured: bool = True) -> Run:
     """A run of tool calls with results of `sizes` characters; the calls at `repeats`
-    ask again what an earlier call asked (same name and arguments)."""
+    ask again what an earlier call asked (same name and arguments). `measured`: each
+    response carries a small measured usage (a policy that trusts measured sizes then
+    sees small requests); else none, and sizes are the estimator's."""
     messages: list[Message] = [Message("user", (TextPart("start " * 50),))]
     for n, size in enumerate(sizes):
         arg = n if n not in repeats or n == 0 else repeats.index(n) % max(n, 1)
         call = ToolCallPart(f"c{n}", "Read", f'{{"file": {arg}}}')
-        usage = Usage(200 + 10 * n, 0, 0, 50)
+        usage = Usage(200 + 10 * n, 0, 0, 50) if measured else None
         messages.append(Message("assistant", (call,), usage=usage))
         messages.append(Message("tool", (ToolResultPart(f"c{n}", "x" * size),)))
     messages.append(Message("assistant", (TextPart("done"),)))
@@ -108,14 +115,27 @@ def test_the_search_finds_what_the_grid_finds(runs):
     assert found.simulated <= every.simulated
 
 
-def test_a_threshold_search_takes_a_fraction_of_the_grid():
-    sizes = [3_000 + 97 * (n % 13) for n in range(60)]
-    built = [tool_run(sizes, [10, 20, 30])]
-    space = [Dimension("threshold", tuple(range(10_000, 58_001, 1_000)))]
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1_000, 12_000), min_size=8, max_size=40),
+    repeats=st.lists(st.integers(0, 39), max_size=5),
+)
+def test_a_threshold_search_takes_at_most_a_third_of_a_fine_grid(sizes, repeats):
+    """On generated runs, a compaction threshold searched from 10% to 90% of what the
+    run grows to, every 0.25% of it (as finely as a real setting is set): the
+    exhaustive grid's figures at every point, its optimum and frontier, for at most a
+    third of its simulations."""
+    built = [tool_run(sizes, repeats, measured=False)]
+    grows = sum(sizes) // 4  # chars4: tokens of the results the run piles up
+    step = max(grows // 400, 1)
+    space = [Dimension("threshold", tuple(range(grows // 10, grows * 9 // 10, step)))]
     evaluate = evaluator(built, "claude_code_auto_compact", hard_limit=200_000)
     found = search(1, space, evaluate)
     every = exhaustive(1, space, evaluate)
     assert found.totals == every.totals
+    assert found.recommended() == every.recommended()
+    assert found.frontier() == every.frontier()
+    assert len(set(every.totals.values())) > 1, "no threshold changes anything"
     assert found.simulated * 3 <= every.simulated, (found.simulated, every.simulated)
 
 
@@ -250,3 +270,20 @@ def test_every_mechanism_searched_agrees_with_its_grid(name):
     assert found.simulated <= every.simulated
     if any(d.ordered for d in space):  # choices alone are each simulated
         assert found.simulated < every.simulated
+
+
+def test_runs_sum_with_the_median_of_their_medians_weighted_by_requests():
+    a = Outcome(1.0, 0, 0, 1_000, 300, 10, cached=800, median=100)
+    b = Outcome(2.0, 1, 2, 3_000, 900, 30, cached=1_500, median=200)
+    c = Outcome(0.5, 0, 0, 500, 100, 5, cached=0, median=50)
+    total = total_of([a, b, c])
+    assert (total.cost, total.rejected, total.risk) == (3.5, 1, 2)
+    assert (total.sent, total.peak, total.requests, total.cached) == (4_500, 900, 45, 2_300)
+    assert total.median == 200  # b's 30 requests hold the middle of the 45
+    assert total.hit_rate == 2_300 / 4_500
+    assert total_of([a]) == a and total_of([]) == NOTHING
+    # A result stored before the cache and the median were kept reads them as unknown.
+    old = outcome_of([1.0, 0, 0, 1_000, 300, 10])
+    assert (old.cached, old.median, old.hit_rate) == (-1, -1, None)
+    assert total_of([a, old]).median == -1 and total_of([a, old]).hit_rate is None
+    assert outcome_of(figures_of(b)) == b

@@ -33,6 +33,18 @@ def test_the_recommendation_is_what_simulate_says_of_it(path):
     assert code == 0, err
     found = {m["mechanism"]: m for m in json.loads(out)["mechanisms"]}
     assert {"claude-code-auto-compact", "clear-tool-uses", "clear-thinking"} <= set(found)
+    # What happened reads from the cache what the log measured: each response's
+    # cache_read_input_tokens once (a response's blocks repeat its usage).
+    usages = {}
+    for line in path.read_text().splitlines():
+        record = json.loads(line) if line.strip() else {}
+        message = record.get("message") or {}
+        if record.get("type") == "assistant" and message.get("usage") and message.get("id"):
+            usages[message["id"]] = message["usage"]
+    read = sum(u.get("cache_read_input_tokens", 0) for u in usages.values())
+    for item in found.values():
+        assert item["as_logged"]["cached"] == read
+        assert item["as_logged"]["requests"] == len(usages)
     for name, item in found.items():
         logged = _simulate(path, "as_logged", {})
         assert item["as_logged"]["cost"] == pytest.approx(sum(s["cost"] for s in logged), abs=1e-5)

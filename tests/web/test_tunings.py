@@ -68,6 +68,10 @@ def test_the_recommendation_costs_what_the_dashboard_says(alice, alice_client, p
     for k, v in compact.setting.items():
         assert f"{k}={v}" in shown
     assert "CLAUDE_CODE_AUTO_COMPACT_WINDOW" in shown and "No setting to recommend" in shown
+    # The cache and the median request, for what happened (measured), as it ran and
+    # the recommendation; what happened reads what the provider measured.
+    assert compact.logged.cached == sum(u.cache_read for u in main_usages(main))
+    assert shown.count("% from the cache") >= 3 and "median " in shown
     assert alice_client.get("/tunings/").status_code == 200
 
 
@@ -279,3 +283,10 @@ def test_any_policy_over_values_given_in_the_form(alice, alice_client, path):
         query = "&".join(f"{k}={v}" for k, v in setting.items())
         cost = _dashboard_cost(main, f"policy=langchain_clear_tool_uses&{query}")
         assert found.cost == pytest.approx(cost, abs=1e-9)
+
+
+def main_usages(run: Run):
+    """The measured usage of each response of a stored run."""
+    from webapp.store.reads import stored_run
+
+    return [m.usage for m in stored_run(run).messages if m.usage is not None]

@@ -22,6 +22,7 @@ from contextsim.analysis.tuning import (
     dimensions_of,
     outcome_of,
     removed_then_asked,
+    total_of,
 )
 from contextsim.analysis.tuning import (
     Tuning as Search,
@@ -176,9 +177,8 @@ def _view(
     per_run = [[outcome_of(p) for p in r["points"]] for r in results]
     found = combined(dims, per_run, sum(int(r["simulated"]) for r in results))
     view.search = found
-    for r in results:
-        view.logged = view.logged + outcome_of(r["logged"])
-        view.current = view.current + outcome_of(r["current"])
+    view.logged = total_of([outcome_of(r["logged"]) for r in results])
+    view.current = total_of([outcome_of(r["current"]) for r in results])
     view.current_policies = tuple(sorted({str(r["current_policy"]) for r in results}))
     view.infeasible = len(found.totals) - len(found.feasible())
     view.frontier = [(found.setting(p), found.totals[p]) for p in found.frontier()]
