@@ -27,137 +27,30 @@ arithmetic of the policy could round them either way), to be simulated themselve
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from itertools import product
 from typing import Any
 
-Number = int | float
-Exact = int | Fraction
-"""A number held exactly: ints stay ints (fast), the rest are fractions."""
-
-_EDGE = Fraction(1, 10**9)
-_MARGIN = 1e-9
+from contextsim.analysis.tracer import FLIPPED, NEGATION, RELATIONS, Exact, Number, Tracer
 
 
-class Tracer:
-    """The inequalities one simulation's comparisons put on the searched parameters
-    (`values`: each one's value in this simulation, by name). Not shared between
-    simulations: a fresh one per simulation. An inequality in one parameter narrows its
-    interval (`low`, `high`: bound and whether it is closed); one in several is kept."""
-
-    def __init__(self, values: Mapping[str, Number]) -> None:
-        self.values = dict(values)
-        self.pinned: set[str] = set()
-        self.low: dict[str, tuple[Exact | float, bool]] = {}
-        self.high: dict[str, tuple[Exact | float, bool]] = {}
-        # (coefficients by name, constant, relation, inexact): a.p + b REL 0 holds.
-        self.joint: list[tuple[dict[str, Exact], Exact, str, bool]] = []
-
-    def parameters(self) -> dict[str, Traced]:
-        """Each parameter as a Traced number of its value."""
-        return {
-            name: Traced(self, value, {name: 1}, 0, isinstance(value, float))
-            for name, value in self.values.items()
-        }
-
-    def pin(self, names: Any) -> None:
-        """Only the values of these parameters behave as they did."""
-        self.pinned.update(names)
-
-    def holds(self, coef: dict[str, Exact], const: Exact, rel: str, inexact: bool) -> None:
-        """Record that coef.p + const REL 0 held (REL one of < <= > >=)."""
-        if len(coef) > 1:
-            self.joint.append((coef, const, rel, inexact))
-            return
-        if not coef:
-            return
-        ((name, a),) = coef.items()
-        self.single(name, a, const, rel, inexact)
-
-    def single(self, name: str, a: Exact, const: Exact | float, rel: str, inexact: bool) -> None:
-        """Record that a.p + const REL 0 held, for the parameter `name` (a != 0).
-        `inexact`: the policy computed it in floats, so the bound is kept a relative
-        1e-9 clear of where its rounding could fall (floats suffice for that)."""
-        if a < 0:
-            rel = _FLIPPED[rel]
-        bound: Exact | float
-        if inexact:
-            bound = float(-const / a)
-            bound += (-_MARGIN if rel[0] == "<" else _MARGIN) * max(abs(bound), 1.0)
-            closed = True
-        else:
-            if a == 1:  # the common case: the parameter plus or minus a size
-                bound = -const
-            elif isinstance(a, int) and isinstance(const, int):
-                bound = Fraction(-const, a)
-            else:
-                bound = -const / a
-            closed = rel in ("<=", ">=")
-        self.bound(name, bound, rel[0] == "<", closed)
-
-    def bound(self, name: str, bound: Exact | float, upper: bool, closed: bool) -> None:
-        """p <= bound (`upper`, `closed`), p < bound, p >= bound or p > bound holds."""
-        if upper:
-            old = self.high.get(name)
-            if old is None or bound < old[0] or (bound == old[0] and not closed):
-                self.high[name] = (bound, closed)
-        else:
-            old = self.low.get(name)
-            if old is None or bound > old[0] or (bound == old[0] and not closed):
-                self.low[name] = (bound, closed)
-
-    def within(self, name: str, value: Number) -> bool:
-        """Whether a value of one parameter keeps every inequality in it alone."""
-        if value == self.values[name]:
-            return True  # simulated: it behaves as it did, whatever the float edges
-        if name in self.pinned:
-            return False
-        low, high = self.low.get(name), self.high.get(name)
-        if low is not None and not (value > low[0] or (low[1] and value == low[0])):
-            return False
-        return high is None or value < high[0] or (high[1] and value == high[0])
-
-    def admits(self, point: Mapping[str, Number]) -> bool:
-        """Whether a setting (every traced parameter's value) keeps every recorded
-        inequality, clear of float boundaries, and agrees on the pinned parameters."""
-        if not all(self.within(name, point[name]) for name in self.values):
-            return False
-        if all(point[name] == value for name, value in self.values.items()):
-            return True
-        exact = {name: Fraction(point[name]) for name in self.values}
-        for coef, const, rel, inexact in self.joint:
-            terms = [Fraction(a) * exact[name] for name, a in coef.items()]
-            total = Fraction(const) + sum(terms, Fraction(0))
-            if inexact:
-                scale = sum((abs(t) for t in terms), abs(Fraction(const))) + 1
-                if abs(total) <= _EDGE * scale:
-                    return False
-            if not _RELATIONS[rel](total, 0):
-                return False
-        return True
-
-
-_RELATIONS: dict[str, Callable[[Any, Any], bool]] = {
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-}
-_NEGATION = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
-_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+def parameters(tracer: Tracer) -> dict[str, Traced]:
+    """Each of the tracer's parameters as a Traced number of its value."""
+    return {
+        name: Traced(tracer, value, {name: 1}, 0, isinstance(value, float))
+        for name, value in tracer.values.items()
+    }
 
 
 def _unit_bound(rel: str, result: bool, a: int) -> tuple[bool, bool]:
-    held = rel if result else _NEGATION[rel]
+    held = rel if result else NEGATION[rel]
     if a < 0:
-        held = _FLIPPED[held]
+        held = FLIPPED[held]
     return held[0] == "<", held in ("<=", ">=")
 
 
 _UNIT_BOUNDS = {
     (rel, result, a): _unit_bound(rel, result, a)
-    for rel in _NEGATION
+    for rel in NEGATION
     for result in (True, False)
     for a in (1, -1)
 }
@@ -346,7 +239,7 @@ class Traced:
 
     # -- comparisons -----------------------------------------------------------
     def _compare(self, other: Any, rel: str) -> bool:
-        result: bool = _RELATIONS[rel](self.value, _v(other))
+        result: bool = RELATIONS[rel](self.value, _v(other))
         kind = type(other)
         if kind is float and not math.isfinite(other):
             return result  # the same for every finite value
@@ -355,13 +248,11 @@ class Traced:
             ((name, a),) = self.coef.items()
             const = self.const - other
             inexact = self.inexact or kind is float
-            self.tracer.single(name, a, const, rel if result else _NEGATION[rel], inexact)
+            self.tracer.single(name, a, const, rel if result else NEGATION[rel], inexact)
             return result
         diff = self - other
         if isinstance(diff, Traced):
-            diff.tracer.holds(
-                diff.coef, diff.const, rel if result else _NEGATION[rel], diff.inexact
-            )
+            diff.tracer.holds(diff.coef, diff.const, rel if result else NEGATION[rel], diff.inexact)
         return result
 
     def _unit(self, other: int, result: bool, rel: str) -> bool:
@@ -549,9 +440,9 @@ class Floored:
 
     def _compare(self, other: Any, rel: str) -> Any:
         if isinstance(other, Traced | Floored) or not isinstance(other, int | float):
-            return _RELATIONS[rel](self.fixed(), other)
+            return RELATIONS[rel](self.fixed(), other)
         if isinstance(other, float) and not math.isfinite(other):
-            return _RELATIONS[rel](self.value, other)
+            return RELATIONS[rel](self.value, other)
         # floor(e) < s <=> e < ceil(s); <= s <=> e < floor(s) + 1; > and >= negated.
         if rel == "<":
             return self.inner._compare(math.ceil(other), "<")
@@ -620,21 +511,3 @@ def settle(value: Any, tracer: Tracer) -> Any:
         tracer.pin(value.coef)
         return value.value
     return value
-
-
-def region(
-    tracer: Tracer, names: Sequence[str], grids: Sequence[Sequence[Number]]
-) -> list[tuple[int, ...]]:
-    """The grid points (an index into each of `grids`, the values of `names` in order)
-    the tracer admits: those that behave as the simulated setting did."""
-    candidates = [
-        [i for i, v in enumerate(values) if tracer.within(name, v)]
-        for name, values in zip(names, grids, strict=True)
-    ]
-    out = []
-    for index in product(*candidates):
-        if not tracer.joint or tracer.admits(
-            {n: g[i] for n, g, i in zip(names, grids, index, strict=True)}
-        ):
-            out.append(index)
-    return out

@@ -21,16 +21,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from contextsim.analysis.outcomes import Outcome, total_of
 from contextsim.analysis.report import load_runs
 from contextsim.analysis.tuning import (
     Mechanism,
-    Outcome,
     Tuning,
     combined,
     grid_of,
     policy_mechanism,
     search_run,
-    total_of,
 )
 from contextsim.counting.builder import build
 from contextsim.counting.estimators import DEFAULT, ESTIMATORS, Estimator

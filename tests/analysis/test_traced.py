@@ -11,7 +11,8 @@ from itertools import product
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.analysis.traced import Tracer, region, settle
+from contextsim.analysis.traced import parameters, settle
+from contextsim.analysis.tracer import Tracer, region
 
 P_VALUES = tuple(range(41))
 Q_VALUES = tuple(round(0.05 * k, 2) for k in range(41))
@@ -104,7 +105,7 @@ def observe(program, env, tracer=None):
 @given(program=comparisons, p=st.sampled_from(P_VALUES), q=st.sampled_from(Q_VALUES))
 def test_every_admitted_setting_computes_what_the_simulated_one_did(program, p, q):
     tracer = Tracer({"p": p, "q": q})
-    traced = observe(program, tracer.parameters(), tracer)
+    traced = observe(program, parameters(tracer), tracer)
     assert traced == observe(program, {"p": p, "q": q})
     admitted = region(tracer, ["p", "q"], [P_VALUES, Q_VALUES])
     assert (P_VALUES.index(p), Q_VALUES.index(q)) in admitted
@@ -114,7 +115,7 @@ def test_every_admitted_setting_computes_what_the_simulated_one_did(program, p, 
 
 def test_a_threshold_compared_once_admits_the_whole_interval():
     tracer = Tracer({"p": 10, "q": 0.0})
-    params = tracer.parameters()
+    params = parameters(tracer)
     size = 12
     assert size >= params["p"]  # as a policy compares: a plain size with the threshold
     admitted = region(tracer, ["p", "q"], [P_VALUES, Q_VALUES])
@@ -126,7 +127,7 @@ def test_a_floored_share_keeps_its_region():
     """int(share x window) would fix the threshold to one token; math.floor keeps every
     share that gives the same comparisons."""
     tracer = Tracer({"p": 0, "q": 0.8})
-    share = tracer.parameters()["q"]
+    share = parameters(tracer)["q"]
     threshold = max(math.floor(share * 1000), 1)
     size = 700
     assert not size >= threshold
@@ -136,7 +137,7 @@ def test_a_floored_share_keeps_its_region():
 
 def test_what_needs_the_exact_value_pins_it():
     tracer = Tracer({"p": 3, "q": 1.0})
-    params = tracer.parameters()
+    params = parameters(tracer)
     sizes = [10, 20, 30, 40]
     assert sizes[params["p"] :] == [40]  # a slice: an index
     admitted = region(tracer, ["p", "q"], [P_VALUES, Q_VALUES])
@@ -146,7 +147,7 @@ def test_what_needs_the_exact_value_pins_it():
 
 def test_an_outcome_that_moves_with_a_parameter_pins_it():
     tracer = Tracer({"p": 5, "q": 1.0})
-    cost = sum([1.5, 2.0]) * tracer.parameters()["q"]
+    cost = sum([1.5, 2.0]) * parameters(tracer)["q"]
     assert settle(cost, tracer) == 3.5
     admitted = region(tracer, ["p", "q"], [P_VALUES, Q_VALUES])
     assert {(P_VALUES[i], Q_VALUES[j]) for i, j in admitted} == set(product(P_VALUES, [1.0]))

@@ -11,18 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextsim.analysis.tuning import (
+from contextsim.analysis.outcomes import (
     NOTHING,
-    Dimension,
     Outcome,
-    exhaustive,
     figures_of,
     outcome,
     outcome_of,
     removed_then_asked,
-    search,
     total_of,
 )
+from contextsim.analysis.tuning import Dimension, exhaustive, search
 from contextsim.cli.tune import prepare, simulated
 from contextsim.counting.builder import build
 from contextsim.counting.estimators import DEFAULT, ESTIMATORS

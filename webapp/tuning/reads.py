@@ -15,18 +15,15 @@ from django.contrib.auth.models import User
 from django.db.models import Count, Q
 from django.http import Http404, QueryDict
 
-from contextsim.analysis.tuning import (
+from contextsim.analysis.outcomes import (
     NOTHING,
     Outcome,
-    combined,
-    dimensions_of,
     outcome_of,
     removed_then_asked,
     total_of,
 )
-from contextsim.analysis.tuning import (
-    Tuning as Search,
-)
+from contextsim.analysis.tuning import Tuning as Search
+from contextsim.analysis.tuning import combined, dimensions_of
 from contextsim.registry import EVERY_MECHANISM, POLICIES, export
 from contextsim.systems.exporting import ExportContext, Snippet
 from webapp.dashboard.analysis import analyse

@@ -15,12 +15,12 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from contextsim.analysis.outcomes import figures_of
 from contextsim.analysis.tuning import (
     POLICY_PREFIX,
     Dimension,
     Mechanism,
     dimensions_of,
-    figures_of,
     search_run,
     stored_dimensions,
 )
