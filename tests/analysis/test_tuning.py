@@ -20,7 +20,7 @@ from contextsim.analysis.outcomes import (
     removed_then_asked,
     total_of,
 )
-from contextsim.analysis.tuning import Dimension, exhaustive, search
+from contextsim.analysis.tuning import Dimension, exhaustive, policy_mechanism, search
 from contextsim.cli.tune import prepare, simulated
 from contextsim.counting.builder import build
 from contextsim.counting.estimators import DEFAULT, ESTIMATORS
@@ -285,3 +285,50 @@ def test_runs_sum_with_the_median_of_their_medians_weighted_by_requests():
     assert (old.cached, old.median, old.hit_rate) == (-1, -1, None)
     assert total_of([a, old]).median == -1 and total_of([a, old]).hit_rate is None
     assert outcome_of(figures_of(b)) == b
+
+
+def _numbers_around_defaults(params_type) -> dict[str, str]:
+    """Up to three numeric parameters of a policy, each at half, once and twice its
+    default (the values the policy accepts), as --grid takes them."""
+    defaults = params_type()
+    grid: dict[str, str] = {}
+    for f in dataclasses.fields(params_type):
+        value = getattr(defaults, f.name)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value:
+            continue
+        accepted = []
+        for factor in (0.5, 1, 2):
+            x = int(value * factor) if isinstance(value, int) else round(value * factor, 4)
+            try:
+                params_type(**{f.name: x})
+            except ValueError:
+                continue
+            accepted.append(str(x))
+        if len(accepted) > 1:
+            grid[f.name] = ",".join(accepted)
+        if len(grid) == 3:
+            break
+    return grid
+
+
+NUMERIC_POLICIES = sorted(
+    n for n in POLICIES if n != "as_logged" and _numbers_around_defaults(POLICIES[n].Params)
+)
+
+
+@pytest.mark.parametrize("name", NUMERIC_POLICIES)
+def test_any_policy_searched_over_its_numbers_agrees_with_its_grid(name):
+    """Any policy on request (tune --policy): its numeric parameters traced through
+    whatever the policy does with them (sizes, counts, shares, a summary's tokens that
+    reach the cost) give every grid point the exhaustive grid's figures."""
+    chosen = POLICIES[name]
+    grid = _numbers_around_defaults(chosen.Params)
+    mechanism = policy_mechanism(name, chosen.label, chosen.Params, grid)
+    built = [turns_run(4, 6, 27_000, 20_000), turns_run(2, 12, 18_000)]
+    evaluate = evaluator(built, name, hard_limit=150_000)
+    space = mechanism.space(150_000)
+    found = search(len(built), space, evaluate)
+    every = exhaustive(len(built), space, evaluate)
+    assert found.totals == every.totals
+    assert found.recommended() == every.recommended()
+    assert found.simulated <= every.simulated
