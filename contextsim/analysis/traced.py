@@ -73,7 +73,7 @@ class Traced:
     float) and other Traced numbers of the same Tracer are operands; anything else is
     not supported (TypeError, as for any number)."""
 
-    __slots__ = ("coef", "const", "inexact", "tracer", "unit", "value")
+    __slots__ = ("coef", "const", "inexact", "scale", "tracer", "unit", "value")
 
     def __init__(
         self,
@@ -88,6 +88,11 @@ class Traced:
         self.coef = {k: v for k, v in coef.items() if v}
         self.const = const
         self.inexact = inexact or isinstance(value, float)
+        # The largest magnitude its float arithmetic went through: rounding errors are
+        # relative to it, so the margin kept around a float boundary is too.
+        self.scale = abs(float(value)) if self.inexact else 0.0
+        if isinstance(value, float) and not math.isfinite(value):
+            tracer.pin(self.coef)  # overflowed: no range of it is safe
         # One parameter with coefficient +-1, all in ints: compared on the fast path.
         self.unit: tuple[str, int] | None = None
         if len(self.coef) == 1 and not self.inexact and type(const) is int:
@@ -107,12 +112,25 @@ class Traced:
             for k, v in other.coef.items():
                 coef[k] = coef.get(k, 0) + sign * v
             const = self.const + sign * other.const
-            return Traced(self.tracer, value, coef, const, self.inexact or other.inexact)
+            inexact = self.inexact or other.inexact
+            if inexact:
+                # A parameter that cancels out still moves the rounding: pinned.
+                self.tracer.pin(k for k, v in coef.items() if not v)
+            made = Traced(self.tracer, value, coef, const, inexact)
+            made.scale = max(made.scale, self.scale, other.scale)
+            return made
         exact = _exact(other)
         if exact is None:
             return self._plain(value)
-        inexact = self.inexact or isinstance(other, float)
-        return Traced(self.tracer, value, self.coef, self.const + sign * exact, inexact)
+        made = Traced(
+            self.tracer,
+            value,
+            self.coef,
+            self.const + sign * exact,
+            self.inexact or isinstance(other, float),
+        )
+        made.scale = max(made.scale, self.scale, abs(float(other)) if made.inexact else 0.0)
+        return made
 
     def _scaled(self, factor: Any, value: Any) -> Any:
         if isinstance(factor, Traced):
@@ -128,13 +146,16 @@ class Traced:
             return self._plain(value)
         inexact = self.inexact or isinstance(factor, float)
         coef = {k: v * exact for k, v in self.coef.items()}
-        return Traced(self.tracer, value, coef, self.const * exact, inexact)
+        made = Traced(self.tracer, value, coef, self.const * exact, inexact)
+        if inexact:
+            made.scale = max(made.scale, self.scale * abs(float(factor)))
+        return made
 
     def _shifted(self, sign: int, other: int) -> Traced:
         """sign x self + other, for a unit number and an int (the fast path)."""
         name, a = self.unit  # type: ignore[misc]
         made = Traced.__new__(Traced)
-        made.tracer, made.inexact = self.tracer, False
+        made.tracer, made.inexact, made.scale = self.tracer, False, 0.0
         made.value = sign * self.value + other
         made.coef = {name: sign * a}
         made.const = sign * self.const + other
@@ -171,7 +192,9 @@ class Traced:
 
     def __neg__(self) -> Traced:
         coef = {k: -v for k, v in self.coef.items()}
-        return Traced(self.tracer, -self.value, coef, -self.const, self.inexact)
+        made = Traced(self.tracer, -self.value, coef, -self.const, self.inexact)
+        made.scale = max(made.scale, self.scale)
+        return made
 
     def __pos__(self) -> Traced:
         return self
@@ -196,7 +219,14 @@ class Traced:
         if isinstance(other, Traced) and other.coef:
             self.tracer.pin(other.coef)
             return self._plain(value)
-        return self._scaled(1 / Fraction(_v(other)), value)
+        divisor = _v(other)
+        if isinstance(divisor, float) and not math.isfinite(divisor):
+            return self._plain(value)
+        made = self._scaled(1 / Fraction(divisor), value)
+        if isinstance(made, Traced) and isinstance(divisor, float):
+            made.inexact = True
+            made.scale = max(made.scale, self.scale / abs(divisor) if divisor else 0.0)
+        return made
 
     def __rtruediv__(self, other: Any) -> Any:
         if not isinstance(other, int | float):
@@ -213,8 +243,12 @@ class Traced:
         if isinstance(divisor, float) or isinstance(self.value, float) or not divisor:
             quotient = self.value // divisor
             share = self / divisor
-            if isinstance(share, Traced):
-                share._constant_over(quotient, quotient + 1, False)
+            if not isinstance(share, Traced):
+                return quotient
+            if math.floor(share.value) != quotient:
+                # Python's float // rounds otherwise than the division: this value alone.
+                return share._plain(quotient)
+            share._constant_over(quotient, quotient + 1, False)
             return quotient
         # Exact: an integer divided by an integer, floored.
         inner = self._scaled(Fraction(1, 1) / divisor, Fraction(self.value) / divisor)
@@ -225,34 +259,50 @@ class Traced:
             return NotImplemented
         return self._plain(_v(other) // self.value)
 
+    def _exactly(self, other: Any) -> Any:
+        """Both operands needed exactly (%, **): this one pinned, and the other, when
+        traced, pinned too (a floored one fixed to its value's range)."""
+        self.tracer.pin(self.coef)
+        if isinstance(other, Floored):
+            return other.fixed()
+        if isinstance(other, Traced):
+            other.tracer.pin(other.coef)
+            return other.value
+        return other
+
     def __mod__(self, other: Any) -> Any:
-        return self._plain(self.value % _v(other))
+        return self.value % self._exactly(other)
 
     def __rmod__(self, other: Any) -> Any:
-        return self._plain(_v(other) % self.value)
+        return self._exactly(other) % self.value
 
     def __pow__(self, other: Any) -> Any:
-        return self._plain(self.value ** _v(other))
+        return self.value ** self._exactly(other)
 
     def __rpow__(self, other: Any) -> Any:
-        return self._plain(_v(other) ** self.value)
+        return self._exactly(other) ** self.value
 
     # -- comparisons -----------------------------------------------------------
     def _compare(self, other: Any, rel: str) -> bool:
         result: bool = RELATIONS[rel](self.value, _v(other))
         kind = type(other)
         if kind is float and not math.isfinite(other):
-            return result  # the same for every finite value
+            # Another setting could overflow to it: this value alone.
+            self.tracer.pin(self.coef)
+            return result
         if (kind is int or kind is float) and len(self.coef) == 1:
             # The common case, without building the difference: a.p + const - other.
             ((name, a),) = self.coef.items()
             const = self.const - other
             inexact = self.inexact or kind is float
-            self.tracer.single(name, a, const, rel if result else NEGATION[rel], inexact)
+            scale = max(self.scale, abs(other)) if inexact else 0.0
+            held = rel if result else NEGATION[rel]
+            self.tracer.single(name, a, const, held, inexact, scale)
             return result
         diff = self - other
         if isinstance(diff, Traced):
-            diff.tracer.holds(diff.coef, diff.const, rel if result else NEGATION[rel], diff.inexact)
+            held = rel if result else NEGATION[rel]
+            diff.tracer.holds(diff.coef, diff.const, held, diff.inexact, diff.scale)
         return result
 
     def _unit(self, other: int, result: bool, rel: str) -> bool:
@@ -383,33 +433,36 @@ class Traced:
 
 
 class Floored:
-    """floor(e) of a Traced number e: an integer whose comparisons with plain numbers
-    are still inequalities in e (floor(e) < s exactly when e < ceil(s), and so on), so
-    that a threshold set as int(fraction x window) keeps its whole region. Adding or
-    taking an integer keeps it floored; anything else fixes it to its value over the
-    range of e where that value holds (recorded)."""
+    """floor(e) + k of a Traced number e and an integer k: an integer whose comparisons
+    with plain numbers are still inequalities in e (floor(e) + k < s exactly when
+    e < ceil(s - k), and so on), so that a threshold set as int(fraction x window) keeps
+    its whole region. Adding or taking an integer changes k (floor(e) is computed once,
+    as the policy's own arithmetic computes it); anything else fixes it to its value
+    over the range of e where that value holds (recorded)."""
 
-    __slots__ = ("inner", "value")
+    __slots__ = ("inner", "offset", "value")
 
-    def __init__(self, inner: Traced) -> None:
+    def __init__(self, inner: Traced, offset: int = 0) -> None:
         self.inner = inner
-        self.value = math.floor(inner.value)
+        self.offset = offset
+        self.value = math.floor(inner.value) + offset
 
     def fixed(self) -> int:
-        """The value, recorded as holding: value <= e < value + 1."""
-        self.inner._constant_over(self.value, self.value + 1, False)
+        """The value, recorded as holding: value - k <= e < value - k + 1."""
+        low = self.value - self.offset
+        self.inner._constant_over(low, low + 1, False)
         return int(self.value)
 
     def __add__(self, other: Any) -> Any:
-        if isinstance(other, int) and not isinstance(other, bool):
-            return Floored(self.inner + other)
+        if type(other) is int:
+            return Floored(self.inner, self.offset + other)
         return self.fixed() + other
 
     __radd__ = __add__
 
     def __sub__(self, other: Any) -> Any:
-        if isinstance(other, int) and not isinstance(other, bool):
-            return Floored(self.inner - other)
+        if type(other) is int:
+            return Floored(self.inner, self.offset - other)
         return self.fixed() - other
 
     def __rsub__(self, other: Any) -> Any:
@@ -443,7 +496,9 @@ class Floored:
             return RELATIONS[rel](self.fixed(), other)
         if isinstance(other, float) and not math.isfinite(other):
             return RELATIONS[rel](self.value, other)
-        # floor(e) < s <=> e < ceil(s); <= s <=> e < floor(s) + 1; > and >= negated.
+        # floor(e) < s <=> e < ceil(s); <= s <=> e < floor(s) + 1; > and >= negated
+        # (s less the offset: floor(e) + k < s <=> floor(e) < s - k).
+        other = other - self.offset
         if rel == "<":
             return self.inner._compare(math.ceil(other), "<")
         if rel == "<=":

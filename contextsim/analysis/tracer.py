@@ -36,33 +36,46 @@ class Tracer:
         self.pinned: set[str] = set()
         self.low: dict[str, tuple[Exact | float, bool]] = {}
         self.high: dict[str, tuple[Exact | float, bool]] = {}
-        # (coefficients by name, constant, relation, inexact): a.p + b REL 0 holds.
-        self.joint: list[tuple[dict[str, Exact], Exact, str, bool]] = []
+        # (coefficients by name, constant, relation, inexact, scale): a.p + b REL 0.
+        self.joint: list[tuple[dict[str, Exact], Exact, str, bool, float]] = []
 
     def pin(self, names: Any) -> None:
         """Only the values of these parameters behave as they did."""
         self.pinned.update(names)
 
-    def holds(self, coef: dict[str, Exact], const: Exact, rel: str, inexact: bool) -> None:
-        """Record that coef.p + const REL 0 held (REL one of < <= > >=)."""
+    def holds(
+        self, coef: dict[str, Exact], const: Exact, rel: str, inexact: bool, scale: float = 0.0
+    ) -> None:
+        """Record that coef.p + const REL 0 held (REL one of < <= > >=); `scale`: the
+        largest magnitude the float arithmetic behind it went through."""
         if len(coef) > 1:
-            self.joint.append((coef, const, rel, inexact))
+            self.joint.append((coef, const, rel, inexact, scale))
             return
         if not coef:
             return
         ((name, a),) = coef.items()
-        self.single(name, a, const, rel, inexact)
+        self.single(name, a, const, rel, inexact, scale)
 
-    def single(self, name: str, a: Exact, const: Exact | float, rel: str, inexact: bool) -> None:
+    def single(
+        self,
+        name: str,
+        a: Exact,
+        const: Exact | float,
+        rel: str,
+        inexact: bool,
+        scale: float = 0.0,
+    ) -> None:
         """Record that a.p + const REL 0 held, for the parameter `name` (a != 0).
-        `inexact`: the policy computed it in floats, so the bound is kept a relative
-        1e-9 clear of where its rounding could fall (floats suffice for that)."""
+        `inexact`: the policy computed it in floats, so the bound is kept clear of where
+        its rounding could fall: by a relative 1e-9 of the bound, or of `scale` (the
+        largest magnitude the arithmetic went through) over |a| when that is larger."""
         if a < 0:
             rel = FLIPPED[rel]
         bound: Exact | float
         if inexact:
             bound = float(-const / a)
-            bound += (-_MARGIN if rel[0] == "<" else _MARGIN) * max(abs(bound), 1.0)
+            room = max(abs(bound), 1.0, scale / abs(float(a)))
+            bound += (-_MARGIN if rel[0] == "<" else _MARGIN) * room
             closed = True
         else:
             if a == 1:  # the common case: the parameter plus or minus a size
@@ -104,12 +117,12 @@ class Tracer:
         if all(point[name] == value for name, value in self.values.items()):
             return True
         exact = {name: Fraction(point[name]) for name in self.values}
-        for coef, const, rel, inexact in self.joint:
+        for coef, const, rel, inexact, scale in self.joint:
             terms = [Fraction(a) * exact[name] for name, a in coef.items()]
             total = Fraction(const) + sum(terms, Fraction(0))
             if inexact:
-                scale = sum((abs(t) for t in terms), abs(Fraction(const))) + 1
-                if abs(total) <= EDGE * scale:
+                room = sum((abs(t) for t in terms), abs(Fraction(const))) + 1
+                if abs(total) <= EDGE * max(room, Fraction(scale)):
                     return False
             if not RELATIONS[rel](total, 0):
                 return False

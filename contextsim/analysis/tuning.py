@@ -36,6 +36,7 @@ Everything here is deterministic; no wall clock.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -174,7 +175,12 @@ def policy_mechanism(
                 params = make_params(params_type, {name: value})
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"{name}={value}: {exc}") from None
-            values.append(getattr(params, name))
+            got = getattr(params, name)
+            if isinstance(got, tuple):
+                raise ValueError(f"{name}: a list of values is set, not searched")
+            if isinstance(got, float) and not math.isfinite(got):
+                raise ValueError(f"{name}={value}: expected a finite number")
+            values.append(got)
         distinct = list(dict.fromkeys(values))
         numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in distinct)
         dims.append(
@@ -280,8 +286,9 @@ def _simulated(
     tracer = Tracer({dims[k].name: values[dims[k].name] for k in traced})
     try:
         got = evaluate(n, {**values, **parameters(tracer)})
-    except TypeError:
-        # A use of a parameter a Traced number does not support: this point alone.
+    except Exception:
+        # A use of a parameter a Traced number does not support (or an error of the
+        # policy's own, which the plain simulation raises again): this point alone.
         return evaluate(n, values), [point]
     got = Outcome(*(settle(getattr(got, f), tracer) for f in FIELDS))
     names = [dims[k].name for k in traced]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from itertools import product
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -151,3 +152,65 @@ def test_an_outcome_that_moves_with_a_parameter_pins_it():
     assert settle(cost, tracer) == 3.5
     admitted = region(tracer, ["p", "q"], [P_VALUES, Q_VALUES])
     assert {(P_VALUES[i], Q_VALUES[j]) for i, j in admitted} == set(product(P_VALUES, [1.0]))
+
+
+def _sound(values, grids, program):
+    """Run `program` on the traced values, then on every grid point the region admits:
+    the same results (the simulated point admitted too)."""
+    tracer = Tracer(values)
+    traced = [settle(x, tracer) for x in program(parameters(tracer))]
+    assert traced == program(values)
+    names = list(grids)
+    admitted = region(tracer, names, [grids[n] for n in names])
+    assert tuple(grids[n].index(values[n]) for n in names) in admitted
+    for index in admitted:
+        point = {n: grids[n][i] for n, i in zip(names, index, strict=True)}
+        assert program(point) == traced, point
+
+
+INTS = tuple(range(1, 9))
+TENTHS = tuple(round(0.1 * k, 1) for k in range(1, 9))
+FINE = tuple(round(0.001 * k, 3) for k in range(1, 30))
+
+# What a review found the traced numbers let through: each a program and where it runs.
+HOLES = {
+    "a traced modulus": ({"p": 7, "q": 3}, {"p": INTS, "q": INTS}, lambda v: [v["p"] % v["q"]]),
+    "a traced exponent": ({"p": 2, "q": 3}, {"p": INTS, "q": INTS}, lambda v: [v["p"] ** v["q"]]),
+    "a floored modulus": (
+        {"p": 7, "q": 0.3},
+        {"p": INTS, "q": TENTHS},
+        lambda v: [v["p"] % math.floor(v["q"] * 10), math.floor(v["q"] * 10) % v["p"]],
+    ),
+    "a float floor division": (
+        {"p": 1},
+        {"p": INTS},
+        lambda v: [v["p"] // 0.1, v["p"] // 0.1 < 10],
+    ),
+    "a floored share plus a reserve": (
+        {"q": 0.009},
+        {"q": FINE},
+        lambda v: [math.floor(v["q"] * 200_000) + 13_000 <= 14_799],
+    ),
+    "a parameter that cancels out": (
+        {"q": 0.5},
+        {"q": TENTHS},
+        lambda v: [(v["q"] + 1.0) - v["q"] < 1, (v["q"] + 1.0) - v["q"] == 1],
+    ),
+    "rounding of large intermediates": (
+        {"q": 0.3000001},
+        {"q": (0.3000001, 0.3000002, 0.3000004, 0.3000006)},
+        lambda v: [((v["q"] + 1e10) - 1e10) < 0.3000005],
+    ),
+    "an overflow": ({"p": 1}, {"p": (1, 2)}, lambda v: [v["p"] * 1e308 < math.inf]),
+}
+
+
+@pytest.mark.parametrize("hole", list(HOLES))
+def test_what_a_review_found_is_safe(hole):
+    values, grids, program = HOLES[hole]
+    _sound(values, grids, program)
+
+
+def test_dividing_by_infinity_is_a_number_not_an_error():
+    tracer = Tracer({"p": 3, "q": 0.0})
+    assert settle(parameters(tracer)["p"] / math.inf, tracer) == 0.0

@@ -180,3 +180,9 @@ def test_any_policy_is_searched_over_the_values_given(path):
     assert code == 2 and "--policy: unknown policy 'nope'" in err
     code, _, err = _run("tune", str(path), "--grid", "batch=1")
     assert code == 2 and "give the policy it searches with --policy" in err
+    code, _, err = _run("tune", str(path), "--policy", "mythex", "--grid", "small_factor=2,inf")
+    assert code == 2 and "--grid: small_factor=inf: expected a finite number" in err
+    code, _, err = _run(
+        "tune", str(path), "--policy", "anthropic_clear_tool_uses", "--grid", "exclude_tools=Bash"
+    )
+    assert code == 2 and "exclude_tools: a list of values is set, not searched" in err

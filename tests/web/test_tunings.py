@@ -272,6 +272,13 @@ def test_any_policy_over_values_given_in_the_form(alice, alice_client, path):
     assert refused.status_code == 400
     assert "values: keep=many: keep: expected int, got &#x27;many&#x27;" in refused.content.decode()
     assert not Tuning.objects.exists()
+    for bad, said in [
+        ({"grid": "trigger=40000, nan"}, "values: trigger=nan: trigger: expected int"),
+        ({"policy": "", "grid": "keep=1"}, "values: choose the policy they are for"),
+    ]:
+        refused = alice_client.post("/tunings/new/", {**form, **bad})
+        assert refused.status_code == 400 and said in refused.content.decode()
+    assert not Tuning.objects.exists()
     grid = "trigger=40000, 80000, 120000\nkeep=1, 3"
     assert alice_client.post("/tunings/new/", {**form, "grid": grid}).status_code == 302
     tuning = Tuning.objects.get(owner=alice)

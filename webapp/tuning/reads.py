@@ -188,11 +188,12 @@ def _view(
     view.setting = found.setting(best)
     view.chosen = found.totals[best]
     mechanism = EVERY_MECHANISM.get(name)
+    risky = [(c, o) for c, o in zip(done, found.per_run[best], strict=True) if o.risk or o.rejected]
+    # Each link simulates its run again: only the runs listed.
     view.at_risk = [
         AtRisk(c.run, o, _step_link(c.run, view, _query(c.run, view, estimator), estimator))
-        for c, o in zip(done, found.per_run[best], strict=True)
-        if o.risk or o.rejected
-    ][:MAX_AT_RISK]
+        for c, o in risky[:MAX_AT_RISK]
+    ]
     if mechanism is not None and mechanism.configure is not None:
         view.snippets = mechanism.configure(view.setting)
         return view

@@ -106,7 +106,7 @@ def new_tuning(request: SignedInRequest) -> HttpResponse:
 def _policy_asked(policy: str, grid: str) -> tuple[list[Mechanism], str]:
     """The mechanism the form's "any policy" asks for ([] when none), or why not."""
     if not policy:
-        return [], ""
+        return [], "values: choose the policy they are for" if grid.strip() else ""
     if policy not in POLICIES or policy == REPLAY:
         return [], f"policy: unknown {policy[:80]!r}"
     chosen = POLICIES[policy]
