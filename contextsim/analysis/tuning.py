@@ -45,7 +45,6 @@ from typing import Any
 
 from contextsim.analysis.outcomes import (
     FIELDS,
-    NOTHING,
     Outcome,
     measured,
     outcome,
@@ -254,7 +253,6 @@ def search(runs: int, dimensions: Sequence[Dimension], evaluate: Evaluate) -> Tu
     result = Tuning(dims)
     points = grid_points(dims)
     result.grid = len(points) * runs
-    result.totals = dict.fromkeys(points, NOTHING)
     result.per_run = {p: [] for p in points}
     traced = [k for k, d in enumerate(dims) if d.ordered and _numeric(d.values)]
     for n in range(runs):
@@ -358,7 +356,7 @@ def exhaustive(runs: int, dimensions: Sequence[Dimension], evaluate: Evaluate) -
     """Every run simulated at every grid point (what `search` must agree with)."""
     dims = tuple(dimensions)
     result = Tuning(dims)
-    points = list(product(*(range(len(d.values)) for d in dims)))
+    points = grid_points(dims)
     result.grid = result.simulated = len(points) * runs
     for p in points:
         outcomes = [evaluate(n, result.setting(p)) for n in range(runs)]
